@@ -1,0 +1,55 @@
+"""Pieces every converter shares: the output directory, int8 quantization, a session to check with."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import onnxruntime
+
+
+def prepare_output_dir(output_dir: Path, *, force: bool) -> Path:
+    """Create ``output_dir``; refuse to overwrite an existing one unless ``force``."""
+    output_dir = Path(output_dir)
+    if output_dir.exists():
+        if not force:
+            raise FileExistsError(f"{output_dir} exists; pass --force to replace it")
+        shutil.rmtree(output_dir)
+    output_dir.mkdir(parents=True)
+    return output_dir
+
+
+def quantize_int8(path: Path) -> None:
+    """Replace a float32 graph by its onnxruntime dynamic-int8 version (weights int8, activations
+    quantized on the fly). MatMul/Gemm weights are quantized per output channel, which keeps greedy
+    outputs much closer to float32 than one scale per tensor."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantized = path.with_suffix(".int8.onnx")
+    quantize_dynamic(
+        str(path),
+        str(quantized),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["MatMul", "Gemm"],
+    )
+    quantized.replace(path)
+
+
+def session_for_check(path: Path) -> onnxruntime.InferenceSession:
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def run_for_cli(convert: Callable[[], Path]) -> int:
+    """Run a converter from a command line: print where the bundle went, or a one-line error (exit 2)."""
+    try:
+        out = convert()
+    except (OSError, ValueError) as exc:  # output exists, checkpoint not found, unusable checkpoint
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"bundle written to {out}")
+    return 0
