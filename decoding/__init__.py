@@ -1,0 +1,83 @@
+"""liuyi's decoding engine: ONNX encoder once, ONNX decoder one step per token, clean text deltas.
+
+    bundle = load_bundle()                    # the bundled zh->en model
+    for event in bundle.stream("你好。"):
+        ...                                   # Delta, SegmentDone, then Result
+
+Knows nothing of HTTP; ``server/`` builds on this.
+"""
+
+from __future__ import annotations
+
+from ._batch import DecodeBatch, Row
+from ._bundle import DEFAULT_BUNDLE, Bundle, LoadOptions, bundled_models, load_bundle
+from ._errors import (
+    BundleError,
+    BundleFileMissingError,
+    BundleNotFoundError,
+    ChecksumMismatchError,
+    DecodingError,
+    EmptyInputError,
+    EngineBusyError,
+    GraphMismatchError,
+    InferenceError,
+    InputError,
+    InputTooLongError,
+    InvalidOptionError,
+    ManifestError,
+    UnsupportedDirectionError,
+    UnsupportedLanguageError,
+)
+from ._graphs import EncodedSource, Seq2SeqGraphs
+from ._greedy import DecodeOptions, GreedySequence
+from ._languages import Detection, detect_language, normalize_language
+from ._manifest import Manifest, load_manifest
+from ._registry import ModelRegistry
+from ._runtime import RuntimeOptions
+from ._stream import PlannedSegment, TranslationStream
+from ._types import Delta, Event, FinishReason, Result, SegmentDone, SourceSegment, Timings
+
+__all__ = [
+    "DEFAULT_BUNDLE",
+    "Bundle",
+    "BundleError",
+    "BundleFileMissingError",
+    "BundleNotFoundError",
+    "ChecksumMismatchError",
+    "DecodeBatch",
+    "DecodeOptions",
+    "DecodingError",
+    "Delta",
+    "Detection",
+    "EmptyInputError",
+    "EncodedSource",
+    "EngineBusyError",
+    "Event",
+    "FinishReason",
+    "GraphMismatchError",
+    "GreedySequence",
+    "InferenceError",
+    "InputError",
+    "InputTooLongError",
+    "InvalidOptionError",
+    "LoadOptions",
+    "Manifest",
+    "ManifestError",
+    "ModelRegistry",
+    "PlannedSegment",
+    "Result",
+    "Row",
+    "RuntimeOptions",
+    "SegmentDone",
+    "Seq2SeqGraphs",
+    "SourceSegment",
+    "Timings",
+    "TranslationStream",
+    "UnsupportedDirectionError",
+    "UnsupportedLanguageError",
+    "bundled_models",
+    "detect_language",
+    "load_bundle",
+    "load_manifest",
+    "normalize_language",
+]

@@ -1,0 +1,106 @@
+"""Loading a model bundle: manifest, tokenizer and ONNX sessions, validated once and then shared."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._errors import BundleNotFoundError
+from ._graphs import Seq2SeqGraphs
+from ._greedy import DecodeOptions
+from ._manifest import Manifest, load_manifest
+from ._runtime import RuntimeOptions
+from ._stream import TranslationStream
+from ._types import Result
+from .tokenizers import Tokenizer, load_tokenizer
+
+MODELS_DIR = Path(__file__).parent / "models"
+DEFAULT_BUNDLE = MODELS_DIR / "cn2en-zh-en"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadOptions:
+    runtime: RuntimeOptions = field(default_factory=RuntimeOptions)  # ONNX Runtime session options
+    max_input_chars: int = 5000  # longer texts are rejected before any work (split them client-side)
+    verify_checksums: bool = True  # sha256 every file at load; costs ~1 s per 300 MB
+
+
+class Bundle:
+    """A loaded model: thread-safe, so one instance serves every request."""
+
+    def __init__(
+        self,
+        path: Path,
+        manifest: Manifest,
+        tokenizer: Tokenizer,
+        graphs: Seq2SeqGraphs,
+        options: LoadOptions,
+    ) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.tokenizer = tokenizer
+        self.graphs = graphs
+        self.max_input_chars = options.max_input_chars
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def direction(self) -> str:
+        return self.manifest.direction
+
+    def stream(
+        self, text: str, *, options: DecodeOptions | None = None, cancel: threading.Event | None = None
+    ) -> TranslationStream:
+        """Start translating ``text``; iterate the result for :class:`Delta` / :class:`SegmentDone`
+        events and a final :class:`Result`.
+
+        Arguments:
+            text: source text, any length up to ``max_input_chars``; long text is split into sentences.
+            options: decoding limits and the repetition guard.
+            cancel: set it (from any thread) to stop before the next decoder step.
+
+        Raises:
+            EmptyInputError, InputTooLongError, InvalidOptionError: at once, before any work.
+        """
+        return TranslationStream(self, text, options=options, cancel=cancel)
+
+    def translate(self, text: str, *, options: DecodeOptions | None = None) -> Result:
+        """Translate and return only the final result."""
+        for event in self.stream(text, options=options):
+            if isinstance(event, Result):
+                return event
+        raise AssertionError("a translation stream always ends with a Result")
+
+    def warm_up(self) -> None:
+        """Run one short translation so the first real request does not pay for lazy initialisation."""
+        sample = "你好。" if self.manifest.source_lang == "zh" else "Hello."
+        self.translate(sample, options=DecodeOptions(max_new_tokens=4))
+
+
+def load_bundle(path: str | Path = DEFAULT_BUNDLE, *, options: LoadOptions | None = None) -> Bundle:
+    """Load and validate a bundle directory.
+
+    Raises:
+        BundleNotFoundError: ``path`` is not a directory.
+        BundleError (a subclass): a file is missing or corrupt, or a graph does not match the manifest.
+    """
+    path = Path(path)
+    options = options or LoadOptions()
+    if not path.is_dir():
+        raise BundleNotFoundError(path, "no such bundle directory")
+    manifest = load_manifest(path, verify_checksums=options.verify_checksums)
+    tokenizer = load_tokenizer(path, manifest.tokenizer, manifest.tokens)
+    graphs = Seq2SeqGraphs(path, manifest, options.runtime)
+    return Bundle(path, manifest, tokenizer, graphs, options)
+
+
+def bundled_models() -> list[Path]:
+    """Bundles shipped inside the package (work offline, no download)."""
+    return (
+        sorted(p for p in MODELS_DIR.iterdir() if (p / "manifest.json").is_file())
+        if MODELS_DIR.is_dir()
+        else []
+    )

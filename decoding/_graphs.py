@@ -1,0 +1,122 @@
+"""The encoder and step-decoder ONNX sessions of one bundle, checked against its manifest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+
+from ._errors import GraphMismatchError, InferenceError
+from ._manifest import Manifest
+from ._runtime import RuntimeOptions, create_session
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedSource:
+    """One source sentence after the encoder: every tensor has batch size 1."""
+
+    outputs: dict[str, np.ndarray]  # encoder output name -> array
+    length: int  # source tokens, eos included
+
+
+class Seq2SeqGraphs:
+    """Runs the encoder once per source and the decoder one step at a time.
+
+    The decoder's inputs/outputs are whatever the manifest names; :class:`decoding._batch.DecodeBatch`
+    assembles the feeds. This class only owns the sessions and the shapes they declare.
+    """
+
+    def __init__(self, bundle_dir: Path, manifest: Manifest, runtime: RuntimeOptions) -> None:
+        self.manifest = manifest
+        self.encoder = create_session(bundle_dir / manifest.encoder.file, runtime, bundle=bundle_dir)
+        self.decoder = create_session(bundle_dir / manifest.decoder.file, runtime, bundle=bundle_dir)
+        _check_names(bundle_dir, manifest, self.encoder, self.decoder)
+        self._state_dims = {item.name: list(item.shape) for item in self.decoder.get_inputs()}
+        self._encoder_feeds_mask = manifest.encoder.attention_mask is not None
+
+    def encode(self, source_ids: list[int]) -> EncodedSource:
+        """Run the encoder on one sentence (eos included)."""
+        ids = np.asarray([source_ids], dtype=np.int64)
+        feeds = {self.manifest.encoder.input_ids: ids}
+        if self._encoder_feeds_mask:
+            feeds[self.manifest.encoder.attention_mask] = np.ones_like(ids)  # type: ignore[index]
+        names = list(self.manifest.encoder.outputs)
+        try:
+            arrays = self.encoder.run(names, feeds)
+        except Exception as exc:  # onnxruntime errors are untyped
+            raise InferenceError(f"encoder failed: {str(exc).strip().splitlines()[0]}") from None
+        return EncodedSource(outputs=dict(zip(names, arrays, strict=True)), length=len(source_ids))
+
+    def empty_state(self, input_name: str, batch_axis: int, time_axis: int, time: int) -> np.ndarray:
+        """A state tensor for one sequence holding ``time`` padded (masked) positions."""
+        dims = self._state_dims[input_name]
+        shape = []
+        for axis, dim in enumerate(dims):
+            if axis == batch_axis:
+                shape.append(1)
+            elif axis == time_axis:
+                shape.append(time)
+            elif isinstance(dim, int):
+                shape.append(dim)
+            else:  # a symbolic size other than batch/time: the manifest's layout is wrong
+                raise GraphMismatchError(
+                    self.manifest.name,
+                    f"input {input_name!r} has an unknown size on axis "
+                    f"{axis} ({dim!r}); only batch and time axes may vary",
+                    file=self.manifest.decoder.file,
+                )
+        return np.zeros(shape, dtype=np.float32)
+
+    def step(self, feeds: dict[str, np.ndarray], outputs: list[str]) -> list[np.ndarray]:
+        try:
+            return self.decoder.run(outputs, feeds)  # type: ignore[no-any-return]
+        except Exception as exc:
+            raise InferenceError(f"decoder step failed: {str(exc).strip().splitlines()[0]}") from None
+
+
+def _check_names(
+    bundle_dir: Path,
+    m: Manifest,
+    encoder: onnxruntime.InferenceSession,
+    decoder: onnxruntime.InferenceSession,
+) -> None:
+    """Fail at load time, naming the graph and the names, if a graph is not what the manifest says."""
+    enc_in = {item.name for item in encoder.get_inputs()}
+    enc_out = {item.name for item in encoder.get_outputs()}
+    want_enc_in = {m.encoder.input_ids} | ({m.encoder.attention_mask} if m.encoder.attention_mask else set())
+    _compare(bundle_dir, m.encoder.file, "inputs", enc_in, want_enc_in, exact=True)
+    _compare(bundle_dir, m.encoder.file, "outputs", enc_out, set(m.encoder.outputs), exact=False)
+
+    d = m.decoder
+    optional = [name for name in (d.position_ids, d.self_attention_mask, d.source_attention_mask) if name]
+    want_dec_in = {d.input_ids, *optional, *(s.name for s in d.source_tensors), *(s.input for s in d.state)}
+    want_dec_out = {d.top_ids, d.logits, *(s.output for s in d.state)}
+    _compare(
+        bundle_dir, d.file, "inputs", {item.name for item in decoder.get_inputs()}, want_dec_in, exact=True
+    )
+    _compare(
+        bundle_dir,
+        d.file,
+        "outputs",
+        {item.name for item in decoder.get_outputs()},
+        want_dec_out,
+        exact=False,
+    )
+
+
+def _compare(
+    bundle_dir: Path, file: str, what: str, have: set[str], want: set[str], *, exact: bool
+) -> None:
+    missing = sorted(want - have)
+    extra = sorted(have - want) if exact else []
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {what} {missing}")
+        if extra:
+            parts.append(f"unexpected {what} {extra}")
+        raise GraphMismatchError(
+            bundle_dir, "graph does not match the manifest: " + "; ".join(parts), file=file
+        )

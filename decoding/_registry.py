@@ -1,0 +1,48 @@
+"""The loaded bundles, one per translation direction, and how a request picks one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ._bundle import Bundle
+from ._errors import UnsupportedDirectionError
+from ._languages import detect_language, normalize_language
+
+
+class ModelRegistry:
+    """Chooses the bundle for (source, target); the first bundle loaded for a direction wins."""
+
+    def __init__(self, bundles: Iterable[Bundle]) -> None:
+        self._by_direction: dict[str, Bundle] = {}
+        self._by_name: dict[str, Bundle] = {}
+        for bundle in bundles:
+            self._by_direction.setdefault(bundle.direction, bundle)
+            self._by_name.setdefault(bundle.name, bundle)
+
+    @property
+    def bundles(self) -> list[Bundle]:
+        return list(self._by_direction.values())
+
+    @property
+    def directions(self) -> list[str]:
+        return list(self._by_direction)
+
+    def by_name(self, name: str) -> Bundle | None:
+        return self._by_name.get(name)
+
+    def resolve(self, source: str, target: str | None, text: str) -> Bundle:
+        """Pick the bundle for a request. ``source`` may be "auto" (guessed from ``text``); a missing
+        ``target`` means "the other language".
+
+        Raises:
+            UnsupportedLanguageError: a code liuyi does not know.
+            UnsupportedDirectionError: no bundle for the direction.
+        """
+        src = normalize_language(source)
+        if src == "auto":
+            src = detect_language(text).language
+        tgt = normalize_language(target, allow_auto=False) if target else ("en" if src == "zh" else "zh")
+        bundle = self._by_direction.get(f"{src}-{tgt}")
+        if bundle is None:
+            raise UnsupportedDirectionError(src, tgt, self.directions)
+        return bundle
