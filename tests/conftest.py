@@ -1,0 +1,58 @@
+"""Shared fixtures: small models built offline, once per test session."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from decoding import Bundle, LoadOptions, RuntimeOptions, load_bundle
+
+# The tiny random Marian used by parity tests: seed and eos bias chosen so that some outputs stop
+# on their own within a few tokens and others run into max_new_tokens (both paths get checked).
+TINY_SEED = 2
+TINY_EOS_BIAS = 2.0
+
+
+@pytest.fixture(scope="session")
+def tiny_marian_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Hugging Face checkpoint directory: random weights, SentencePiece trained offline."""
+    from decoding.export.synthetic import build
+
+    return build(tmp_path_factory.mktemp("hf") / "opus-mt-zh-en-tiny", seed=TINY_SEED, eos_bias=TINY_EOS_BIAS)
+
+
+@pytest.fixture(scope="session")
+def tiny_marian_bundle_dir(tiny_marian_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same checkpoint exported by the project's own exporter."""
+    from decoding.export.marian import convert
+
+    return convert(tiny_marian_dir, tmp_path_factory.mktemp("bundles") / "tiny-zh-en")
+
+
+@pytest.fixture(scope="session")
+def tiny_marian_bundle(tiny_marian_bundle_dir: Path) -> Bundle:
+    return load_bundle(
+        tiny_marian_bundle_dir, options=LoadOptions(runtime=RuntimeOptions(intra_op_num_threads=1))
+    )
+
+
+@pytest.fixture(scope="session")
+def hf_tiny(tiny_marian_dir: Path) -> Iterator[tuple[Any, Any]]:
+    """(MarianMTModel, MarianTokenizer) from transformers: the reference implementation."""
+    from transformers import MarianMTModel, MarianTokenizer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses" and friends
+        tokenizer = MarianTokenizer.from_pretrained(str(tiny_marian_dir))
+        model = MarianMTModel.from_pretrained(str(tiny_marian_dir)).eval()
+    yield model, tokenizer
+
+
+@pytest.fixture(scope="session")
+def default_bundle() -> Bundle:
+    """The bundled cn2en zh->en model, exactly as `liuyi serve` loads it."""
+    return load_bundle()

@@ -1,0 +1,50 @@
+"""Language codes clients send, and the zh/en guess behind source "auto"."""
+
+from __future__ import annotations
+
+import pytest
+
+from decoding import (
+    ModelRegistry,
+    UnsupportedDirectionError,
+    UnsupportedLanguageError,
+    detect_language,
+    normalize_language,
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [("zh", "zh"), ("ZH-HANS", "zh"), ("zh_CN", "zh"), ("en-US", "en"), ("EN", "en"), ("auto", "auto")],
+)
+def test_common_spellings_are_accepted(code: str, expected: str) -> None:
+    assert normalize_language(code) == expected
+
+
+@pytest.mark.parametrize("code", ["fr", "", "klingon", "zh-xx"])
+def test_unknown_languages_are_rejected_with_their_code(code: str) -> None:
+    with pytest.raises(UnsupportedLanguageError) as info:
+        normalize_language(code)
+    assert info.value.code == "unsupported_language"
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("今天天气很好。", "zh"),
+        ("The weather is nice.", "en"),
+        ("我用 Python 写代码", "zh"),
+        ("I love 北京 very much indeed", "en"),
+    ],
+)
+def test_detection(text: str, language: str) -> None:
+    assert detect_language(text).language == language
+
+
+def test_registry_resolves_auto_and_rejects_missing_directions(default_bundle) -> None:  # type: ignore[no-untyped-def]
+    registry = ModelRegistry([default_bundle])
+    assert registry.resolve("auto", None, "你好") is default_bundle
+    assert registry.resolve("zh-CN", "en", "你好") is default_bundle
+    with pytest.raises(UnsupportedDirectionError) as info:
+        registry.resolve("en", "zh", "hello")
+    assert info.value.code == "unsupported_direction" and "available: zh-en" in info.value.message
