@@ -11,6 +11,7 @@ step, so "flat" means: late steps cost about what early steps cost, not k times 
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import time
@@ -20,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._models import opus_mt_bundle  # noqa: E402
-from decoding import DecodeBatch, GreedySequence, LoadOptions, RuntimeOptions, load_bundle  # noqa: E402
+from bench._models import opus_mt_bundle
+from decoding import DecodeBatch, GreedySequence, LoadOptions, RuntimeOptions, load_bundle
 
 SOURCE = "流式翻译让用户在第一个词生成之后就能看到结果，而不必等待整句话翻译完成。"
 
@@ -34,15 +35,21 @@ def main() -> int:
     parser.add_argument("--int8", action="store_true")
     args = parser.parse_args()
 
-    bundle = load_bundle(opus_mt_bundle(int8=args.int8),
-                         options=LoadOptions(runtime=RuntimeOptions(intra_op_num_threads=args.threads)))
+    bundle = load_bundle(
+        opus_mt_bundle(int8=args.int8),
+        options=LoadOptions(runtime=RuntimeOptions(intra_op_num_threads=args.threads)),
+    )
     source_ids = bundle.tokenizer.encode(SOURCE).ids
     m = bundle.manifest
     per_step = np.zeros((args.runs, args.tokens))
     for run in range(args.runs + 1):  # the first run warms up and is discarded
         batch = DecodeBatch(bundle.graphs)
-        sequence = GreedySequence(decoder_start=m.tokens.decoder_start, eos=m.tokens.eos,
-                                  max_new_tokens=args.tokens, min_new_tokens=args.tokens)
+        sequence = GreedySequence(
+            decoder_start=m.tokens.decoder_start,
+            eos=m.tokens.eos,
+            max_new_tokens=args.tokens,
+            min_new_tokens=args.tokens,
+        )
         batch.add(bundle.graphs.encode(source_ids), sequence)
         for step in range(args.tokens):
             start = time.perf_counter()
@@ -50,11 +57,13 @@ def main() -> int:
             if run:
                 per_step[run - 1, step] = (time.perf_counter() - start) * 1000
     median = np.median(per_step, axis=0)
-    print(f"model: {bundle.name} ({m.quantization or 'fp32'}), source tokens {len(source_ids)}, "
-          f"threads {args.threads}, median of {args.runs} runs")
+    print(
+        f"model: {bundle.name} ({m.quantization or 'fp32'}), source tokens {len(source_ids)}, "
+        f"threads {args.threads}, median of {args.runs} runs"
+    )
     print(f"{'steps':>12} {'ms/token':>9}")
     edges = [0, 8, 32, 64, 128, 192, args.tokens]
-    for lo, hi in zip(edges, edges[1:], strict=False):
+    for lo, hi in itertools.pairwise(edges):
         if lo < args.tokens:
             print(f"{lo + 1:>5}-{min(hi, args.tokens):<6} {statistics.fmean(median[lo:hi]):9.2f}")
     early, late = statistics.fmean(median[:32]), statistics.fmean(median[-32:])

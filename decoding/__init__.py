@@ -30,15 +30,18 @@ from ._errors import (
 )
 from ._graphs import EncodedSource, Seq2SeqGraphs
 from ._greedy import DecodeOptions, GreedySequence
+from ._job import PlannedSegment, Translation
 from ._languages import Detection, detect_language, normalize_language
 from ._manifest import Manifest, load_manifest
 from ._registry import ModelRegistry
 from ._runtime import RuntimeOptions
-from ._stream import PlannedSegment, TranslationStream
+from ._scheduler import BatchScheduler
+from ._stream import TranslationStream
 from ._types import Delta, Event, FinishReason, Result, SegmentDone, SourceSegment, Timings
 
 __all__ = [
     "DEFAULT_BUNDLE",
+    "BatchScheduler",
     "Bundle",
     "BundleError",
     "BundleFileMissingError",
@@ -72,6 +75,7 @@ __all__ = [
     "Seq2SeqGraphs",
     "SourceSegment",
     "Timings",
+    "Translation",
     "TranslationStream",
     "UnsupportedDirectionError",
     "UnsupportedLanguageError",

@@ -106,9 +106,7 @@ def _check_names(
     )
 
 
-def _compare(
-    bundle_dir: Path, file: str, what: str, have: set[str], want: set[str], *, exact: bool
-) -> None:
+def _compare(bundle_dir: Path, file: str, what: str, have: set[str], want: set[str], *, exact: bool) -> None:
     missing = sorted(want - have)
     extra = sorted(have - want) if exact else []
     if missing or extra:

@@ -55,9 +55,10 @@ class SegmentDone:
 class Timings:
     """Wall-clock milliseconds per stage, summed over segments."""
 
+    queue_ms: float = 0.0  # waiting for a place in the batch (scheduler only)
     tokenize_ms: float = 0.0
     encode_ms: float = 0.0
-    first_token_ms: float = 0.0  # from the start of iteration to the first generated token
+    first_token_ms: float = 0.0  # from the request's creation to its first generated token
     decode_ms: float = 0.0  # decoder steps
     detokenize_ms: float = 0.0
     total_ms: float = 0.0

@@ -1,0 +1,200 @@
+"""Continuous batching: one thread steps every active translation of a bundle together.
+
+    submit() ──► pending (FIFO, bounded) ──► admitted at a step boundary: encoder pass, joins the batch
+                                                   │
+                       ┌───────────────────────────┘
+                       ▼
+               DecodeBatch.step()  ── one decoder call for all rows ──► tokens ──► Translation events
+                       │                                                              │
+                       └── finished rows leave; a translation with more segments       └─► emit(event)
+                           re-joins with its next one at once; cancelled rows are dropped
+
+``emit`` is called on the scheduler thread for every event, in order, and must not block (the
+server hands events to its event loop with ``call_soon_threadsafe``). A decoder failure ends every
+translation in the batch with the exception passed to ``emit`` instead of an event.
+
+Why a single thread per bundle: ONNX Runtime parallelises inside a call; two threads stepping two
+half-batches would only fight for the same two cores and double the per-call overhead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ._batch import DecodeBatch
+from ._bundle import Bundle
+from ._errors import DecodingError, EngineBusyError, InferenceError
+from ._job import Translation
+from ._types import Event
+
+Emit = Callable[[Event | DecodingError], None]
+logger = logging.getLogger("liuyi.scheduler")
+
+
+@dataclass(eq=False)
+class _Entry:
+    translation: Translation
+    sink: Emit
+    submitted: float
+
+    def emit(self, item: Event | DecodingError) -> None:
+        """Hand over one event; a consumer that fails loses its translation, never the scheduler."""
+        try:
+            self.sink(item)
+        except Exception:
+            logger.exception("event consumer failed; cancelling its translation")
+            self.translation.cancel()
+
+
+class BatchScheduler:
+    """Steps up to ``max_batch_size`` translations per decoder call; up to ``max_queue`` wait."""
+
+    def __init__(self, bundle: Bundle, *, max_batch_size: int = 16, max_queue: int = 64) -> None:
+        if max_batch_size < 1 or max_queue < 0:
+            raise ValueError("max_batch_size must be >= 1 and max_queue >= 0")
+        self.bundle = bundle
+        self.max_batch_size = max_batch_size
+        self.max_queue = max_queue
+        self._batch = DecodeBatch(bundle.graphs)
+        self._pending: deque[_Entry] = deque()
+        self._lock = threading.Condition()
+        self._closed = False
+        self._active = 0
+        self.steps = 0  # decoder calls made (a batched call counts once)
+        self._thread = threading.Thread(target=self._run, name=f"liuyi-scheduler-{bundle.name}", daemon=True)
+        self._thread.start()
+
+    @property
+    def active(self) -> int:
+        """Translations in the batch."""
+        return self._active
+
+    @property
+    def queued(self) -> int:
+        """Translations waiting for a place in the batch."""
+        return len(self._pending)
+
+    def submit(self, translation: Translation, emit: Emit) -> None:
+        """Queue a translation; its events go to ``emit`` (on the scheduler thread).
+
+        Raises:
+            EngineBusyError: the queue is full (the batch is full too).
+        """
+        with self._lock:
+            if self._closed:
+                raise EngineBusyError("the scheduler is shutting down")
+            waiting = len(self._pending) + self._active
+            if waiting >= self.max_batch_size + self.max_queue:
+                raise EngineBusyError(
+                    f"{self._active} translations running and {len(self._pending)} queued; try again shortly"
+                )
+            self._pending.append(_Entry(translation=translation, sink=emit, submitted=time.perf_counter()))
+            self._lock.notify_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until nothing is running or queued (graceful shutdown, tests). False on timeout."""
+        with self._lock:
+            return self._lock.wait_for(lambda: not self._active and not self._pending, timeout)
+
+    def close(self, timeout: float | None = 5.0) -> None:
+        """Cancel everything, stop the thread."""
+        with self._lock:
+            self._closed = True
+            for entry in self._pending:
+                entry.translation.cancel()
+            for row in self._batch.rows:
+                row.tag.translation.cancel()
+            self._lock.notify_all()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                if not self._run_once():
+                    return
+            except Exception:  # a bug must not kill the thread every translation depends on
+                logger.exception("scheduler step failed; ending the translations in the batch")
+                self._fail_batch(InferenceError("internal error while decoding"))
+
+    def _run_once(self) -> bool:
+        """Admit, drop cancelled, step once. False when closed and drained."""
+        with self._lock:
+            while not self._pending and not self._batch.rows and not self._closed:
+                self._lock.wait()
+            if self._closed and not self._pending and not self._batch.rows:
+                return False
+            admitted: list[_Entry] = []
+            while self._pending and len(self._batch.rows) + len(admitted) < self.max_batch_size:
+                admitted.append(self._pending.popleft())
+            self._active = len(self._batch.rows) + len(admitted)
+        for entry in admitted:
+            entry.translation.timings.queue_ms = (time.perf_counter() - entry.submitted) * 1000
+            self._join(entry)
+        self._drop_cancelled()
+        if self._batch.rows:
+            self._step()
+        with self._lock:
+            self._active = len(self._batch.rows)
+            if not self._active and not self._pending:
+                self._lock.notify_all()  # wake wait_idle()
+        return True
+
+    def _fail_batch(self, exc: DecodingError) -> None:
+        rows, self._batch = self._batch.rows, DecodeBatch(self.bundle.graphs)
+        for row in rows:
+            row.tag.translation.cancel()
+            row.tag.emit(exc)
+
+    def _join(self, entry: _Entry) -> None:
+        """Open the entry's next segment and add it to the batch, or finish the translation."""
+        translation = entry.translation
+        opened = translation.open_segment()
+        if opened is None:
+            assert translation.result is not None
+            entry.emit(translation.result)
+            return
+        planned, sequence, events = opened
+        for event in events:
+            entry.emit(event)
+        started = time.perf_counter()
+        try:
+            encoded = self.bundle.graphs.encode(planned.encoding.ids)
+        except DecodingError as exc:
+            entry.emit(exc)
+            return
+        translation.record_encode((time.perf_counter() - started) * 1000)
+        self._batch.add(encoded, sequence, tag=entry)
+
+    def _drop_cancelled(self) -> None:
+        cancelled = [row for row in self._batch.rows if row.tag.translation.cancelled]
+        if not cancelled:
+            return
+        self._batch.remove(cancelled)
+        for row in cancelled:
+            self._close_segment(row.tag)
+
+    def _close_segment(self, entry: _Entry) -> None:
+        for event in entry.translation.close_segment():
+            entry.emit(event)
+        self._join(entry)  # next segment, or the result
+
+    def _step(self) -> None:
+        started = time.perf_counter()
+        try:
+            chosen = self._batch.step()
+        except InferenceError as exc:
+            self._fail_batch(exc)
+            return
+        self.steps += 1
+        elapsed = (time.perf_counter() - started) * 1000
+        for row, token in chosen:
+            entry: _Entry = row.tag
+            for event in entry.translation.on_token(token, elapsed):
+                entry.emit(event)
+            if row.sequence.finished:
+                self._close_segment(entry)

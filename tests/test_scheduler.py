@@ -1,0 +1,179 @@
+"""Continuous batching: many translations stepped together give exactly the single-stream events."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from decoding import (
+    BatchScheduler,
+    Bundle,
+    DecodeOptions,
+    DecodingError,
+    EngineBusyError,
+    Event,
+    Result,
+    SegmentDone,
+    Translation,
+)
+from decoding.export.synthetic import CORPUS
+
+
+class Collector:
+    """Receives one translation's events on the scheduler thread."""
+
+    def __init__(self, notify_after: int | None = None) -> None:
+        self.events: list[Event | DecodingError] = []
+        self.done = threading.Event()
+        self.reached = threading.Event()
+        self._notify_after = notify_after
+
+    def __call__(self, item: Event | DecodingError) -> None:
+        self.events.append(item)
+        if self._notify_after is not None and len(self.events) >= self._notify_after:
+            self.reached.set()
+        if isinstance(item, Result | DecodingError):
+            self.done.set()
+
+    def result(self) -> Result:
+        assert self.done.wait(30), "translation did not finish"
+        last = self.events[-1]
+        assert isinstance(last, Result), last
+        return last
+
+
+def comparable(events: list[Event | DecodingError]) -> list[object]:
+    """Events without timings (wall-clock differs run to run)."""
+    return [(e.translation, e.segments, e.finish_reason) if isinstance(e, Result) else e for e in events]
+
+
+@pytest.fixture
+def scheduler(tiny_marian_bundle: Bundle) -> Iterator[BatchScheduler]:
+    scheduler = BatchScheduler(tiny_marian_bundle, max_batch_size=8, max_queue=32)
+    yield scheduler
+    scheduler.close()
+
+
+def test_batched_events_equal_single_stream_events(
+    tiny_marian_bundle: Bundle, scheduler: BatchScheduler
+) -> None:
+    texts = [CORPUS[i] + CORPUS[i + 1] for i in range(0, 20, 2)]  # two segments each
+    options = [DecodeOptions(max_new_tokens=5 + 3 * i, min_new_tokens=i % 4) for i in range(len(texts))]
+    collectors = []
+    for text, opts in zip(texts, options, strict=True):
+        collectors.append(Collector())
+        scheduler.submit(Translation(tiny_marian_bundle, text, options=opts), collectors[-1])
+    for text, opts, collector in zip(texts, options, collectors, strict=True):
+        collector.result()
+        expected = list(tiny_marian_bundle.stream(text, options=opts))
+        assert comparable(collector.events) == comparable(list(expected))
+
+
+def test_late_joiners_do_not_change_earlier_outputs(
+    tiny_marian_bundle: Bundle, scheduler: BatchScheduler
+) -> None:
+    opts = DecodeOptions(max_new_tokens=40, min_new_tokens=30)
+    first = Collector(notify_after=3)
+    scheduler.submit(Translation(tiny_marian_bundle, "今天天气很好。", options=opts), first)
+    assert first.reached.wait(30)  # the first translation is mid-flight
+    late = [Collector() for _ in range(5)]
+    for i, collector in enumerate(late):
+        scheduler.submit(
+            Translation(tiny_marian_bundle, CORPUS[i], options=DecodeOptions(max_new_tokens=6)), collector
+        )
+    assert first.result().segments == tiny_marian_bundle.translate("今天天气很好。", options=opts).segments
+    for i, collector in enumerate(late):
+        want = tiny_marian_bundle.translate(CORPUS[i], options=DecodeOptions(max_new_tokens=6))
+        assert collector.result().segments == want.segments
+
+
+def test_cancelled_translation_leaves_and_frees_its_place(default_bundle: Bundle) -> None:
+    scheduler = BatchScheduler(default_bundle, max_batch_size=4)
+    try:
+        # word-level model: every token is a delta at once. The consumer holds the scheduler thread
+        # on its first delta until the test has cancelled, so the order is certain without sleeps.
+        long = Translation(
+            default_bundle, "你好。", options=DecodeOptions(max_new_tokens=120, min_new_tokens=120)
+        )
+        watcher = Collector(notify_after=1)
+        cancelled = threading.Event()
+
+        def hold_first(item: Event | DecodingError) -> None:
+            watcher(item)
+            if len(watcher.events) == 1:
+                cancelled.wait(30)
+
+        scheduler.submit(long, hold_first)
+        other = Collector()
+        scheduler.submit(Translation(default_bundle, "我很好。"), other)
+        assert watcher.reached.wait(30)
+        long.cancel()
+        cancelled.set()
+        result = watcher.result()
+        assert result.finish_reason == "cancelled"
+        assert long.steps < 120
+        assert isinstance(watcher.events[-2], SegmentDone) and watcher.events[-2].finish_reason == "cancelled"
+        assert other.result().translation == default_bundle.translate("我很好。").translation
+        assert scheduler.wait_idle(30)
+        assert scheduler.active == 0 and scheduler.queued == 0
+    finally:
+        scheduler.close()
+
+
+def test_full_queue_is_refused_then_accepts_again(tiny_marian_bundle: Bundle) -> None:
+    scheduler = BatchScheduler(tiny_marian_bundle, max_batch_size=1, max_queue=1)
+    try:
+        gate = threading.Event()
+        blocker = Collector(notify_after=1)
+
+        def blocking(item: Event | DecodingError) -> None:
+            blocker(item)
+            gate.wait(30)  # holds the scheduler thread: the batch stays full
+
+        opts = DecodeOptions(max_new_tokens=4, min_new_tokens=4)
+        scheduler.submit(Translation(tiny_marian_bundle, "你好。", options=opts), blocking)
+        assert blocker.reached.wait(30)
+        queued = Collector()
+        scheduler.submit(Translation(tiny_marian_bundle, "你好。", options=opts), queued)
+        with pytest.raises(EngineBusyError):
+            scheduler.submit(Translation(tiny_marian_bundle, "你好。", options=opts), Collector())
+        gate.set()
+        queued.result()
+        blocker.result()
+        again = Collector()
+        scheduler.submit(Translation(tiny_marian_bundle, "你好。", options=opts), again)
+        assert again.result().output_tokens == 4
+    finally:
+        gate.set()
+        scheduler.close()
+
+
+def test_a_failing_consumer_loses_only_its_own_translation(
+    tiny_marian_bundle: Bundle, scheduler: BatchScheduler
+) -> None:
+    def broken(item: Event | DecodingError) -> None:
+        raise RuntimeError("consumer bug")
+
+    scheduler.submit(
+        Translation(tiny_marian_bundle, "你好。", options=DecodeOptions(max_new_tokens=50)), broken
+    )
+    healthy = Collector()
+    scheduler.submit(
+        Translation(tiny_marian_bundle, "你好。", options=DecodeOptions(max_new_tokens=5)), healthy
+    )
+    assert healthy.result().output_tokens <= 5
+
+
+def test_gru_bundle_through_the_scheduler(default_bundle: Bundle) -> None:
+    scheduler = BatchScheduler(default_bundle, max_batch_size=4)
+    try:
+        texts = ["我很好。", "你喜欢吃苹果吗？我不知道。", "我们走吧！", "汤姆在哪里？", "他是我的朋友。"]
+        collectors = [Collector() for _ in texts]
+        for text, collector in zip(texts, collectors, strict=True):
+            scheduler.submit(Translation(default_bundle, text), collector)
+        for text, collector in zip(texts, collectors, strict=True):
+            assert collector.result().translation == default_bundle.translate(text).translation
+    finally:
+        scheduler.close()
