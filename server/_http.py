@@ -1,0 +1,120 @@
+"""Reading requests safely: size limits before parsing, media types, JSON shapes, API keys."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+
+from ._errors import BadRequest, PayloadTooLarge, Unauthorized, UnsupportedMediaType
+from ._settings import Settings
+
+JSON_TYPES = ("application/json",)
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+async def read_body(request: Request, settings: Settings) -> bytes:
+    """The raw body, refused with 413 as soon as it is known to exceed the limit (before parsing,
+    and without reading the rest of an over-long body)."""
+    limit = settings.max_body_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(
+            f"request body is {declared} bytes; the limit is {limit}", details={"limit": limit}
+        )
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"request body exceeds {limit} bytes", details={"limit": limit})
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_json_object(request: Request, settings: Settings) -> dict[str, Any]:
+    """A JSON object body. 415 for another media type, 400 for bad JSON or a non-object."""
+    if media_type(request) not in JSON_TYPES:
+        raise UnsupportedMediaType(
+            f"send the body as application/json (got {media_type(request) or 'no content type'})"
+        )
+    return parse_json_object(await read_body(request, settings))
+
+
+def parse_json_object(body: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRequest(f"the body is not valid JSON: {exc}", code="invalid_json") from None
+    if not isinstance(value, dict):
+        raise BadRequest("the body must be a JSON object", code="invalid_json")
+    return value
+
+
+async def read_fields(request: Request, settings: Settings) -> Mapping[str, Any]:
+    """JSON object or form fields (LibreTranslate and DeepL clients send either)."""
+    kind = media_type(request)
+    if kind in JSON_TYPES:
+        return await read_json_object(request, settings)
+    if kind in FORM_TYPES:
+        await read_body(request, settings)  # enforces the size limit; Starlette caches the body
+        form: FormData = await request.form()
+        return {key: (form.getlist(key) if len(form.getlist(key)) > 1 else form[key]) for key in form}
+    raise UnsupportedMediaType(f"send JSON or form data (got {kind or 'no content type'})")
+
+
+def text_field(body: Mapping[str, Any], name: str = "text") -> str:
+    if name not in body or body[name] is None:
+        raise BadRequest(f"'{name}' is required", code="missing_text", param=name)
+    value = body[name]
+    if not isinstance(value, str):
+        raise BadRequest(f"'{name}' must be a string", code="invalid_field", param=name)
+    if not value.strip():
+        raise BadRequest(f"'{name}' is empty", code="empty_text", param=name)
+    return value
+
+
+def optional_str(body: Mapping[str, Any], name: str, default: str | None = None) -> str | None:
+    value = body.get(name, default)
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(f"'{name}' must be a string", code="invalid_field", param=name)
+    return value
+
+
+def optional_positive_int(body: Mapping[str, Any], name: str) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadRequest(f"'{name}' must be an integer >= 1", code="invalid_option", param=name)
+    return value
+
+
+def presented_key(request: Request, body_key: object = None) -> str | None:
+    """The API key a client sent: Bearer, DeepL-Auth-Key, X-API-Key, or an api_key field/parameter."""
+    auth = request.headers.get("authorization", "")
+    scheme, _, credential = auth.partition(" ")
+    if scheme.lower() in ("bearer", "deepl-auth-key") and credential.strip():
+        return credential.strip()
+    for candidate in (request.headers.get("x-api-key"), body_key, request.query_params.get("api_key")):
+        if isinstance(candidate, str) and candidate:
+            return candidate
+    return None
+
+
+def check_api_key(request: Request, settings: Settings, body_key: object = None) -> None:
+    """401 unless auth is off or the key is one of the configured ones (constant-time compare)."""
+    if not settings.auth_required:
+        return
+    key = presented_key(request, body_key)
+    if key is None:
+        raise Unauthorized("an API key is required (Authorization: Bearer <key>)", code="missing_api_key")
+    if not any(hmac.compare_digest(key.encode(), allowed.encode()) for allowed in settings.api_keys):
+        raise Unauthorized("the API key is not valid", code="invalid_api_key")

@@ -1,0 +1,63 @@
+"""One structured log line and the request metrics per request, measured to the last byte sent."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+logger = logging.getLogger("liuyi.access")
+
+
+class AccessLogMiddleware:
+    """Pure ASGI (no BaseHTTPMiddleware): it must not buffer streaming bodies."""
+
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
+        self.app = app
+        self._paths = {r.path for r in routes if isinstance(r, Route)}
+        self._mounts = [r.path for r in routes if isinstance(r, Mount)]
+
+    def route_label(self, path: str) -> str:
+        """Bounded label values: a known route, a mount, or "unmatched" (never the raw path)."""
+        if path in self._paths:
+            return path
+        return next((mount for mount in self._mounts if path.startswith(mount + "/")), "unmatched")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+        route = self.route_label(scope["path"])
+
+        async def send_and_watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_watch)
+        finally:
+            elapsed = time.perf_counter() - started
+            app_state = scope["app"].state if "app" in scope else None
+            metrics = getattr(app_state, "metrics", None)
+            if metrics is not None:
+                metrics.requests.labels(route, str(status)).inc()
+                metrics.request_duration.labels(route).observe(elapsed)
+            record = {
+                "method": scope["method"],
+                "path": scope["path"],
+                "route": route,
+                "status": status,
+                "duration_ms": round(elapsed * 1000, 3),
+            }
+            timings = scope.get("state", {}).get("liuyi_timings")
+            if timings:
+                record["timings"] = timings
+            logger.info(json.dumps(record, ensure_ascii=False))

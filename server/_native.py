@@ -1,0 +1,190 @@
+"""liuyi's own API: translate (JSON), translate/stream (NDJSON or SSE), models, health."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ._errors import BadRequest
+from ._events import WireEvent, dumps
+from ._http import (
+    check_api_key,
+    optional_positive_int,
+    optional_str,
+    read_json_object,
+    text_field,
+)
+from ._service import PreparedStream, TranslateRequest, TranslationService
+from ._settings import Settings
+
+NDJSON = "application/x-ndjson"
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def translate_request(body: Mapping[str, Any]) -> TranslateRequest:
+    return TranslateRequest(
+        text=text_field(body),
+        source=optional_str(body, "source", "auto") or "auto",
+        target=optional_str(body, "target"),
+        max_new_tokens=optional_positive_int(body, "max_new_tokens"),
+    )
+
+
+def services(request: Request) -> tuple[TranslationService, Settings]:
+    return request.app.state.service, request.app.state.settings
+
+
+def server_timing(done: WireEvent) -> str:
+    timings = done["timings"]
+    return ", ".join(
+        f"{name.removesuffix('_ms')};dur={timings[name]}" for name in ("queue_ms", "ttft_ms", "total_ms")
+    )
+
+
+async def translate(request: Request) -> Response:
+    service, settings = services(request)
+    check_api_key(request, settings)
+    prepared = await service.prepare(translate_request(await read_json_object(request, settings)))
+    done, segments = await prepared.collect()
+    request.scope.setdefault("state", {})["liuyi_timings"] = done["timings"]
+    body = {
+        "translation": done["translation"],
+        "source": prepared.source,
+        "target": prepared.target,
+        "model": prepared.bundle.name,
+        "cached": done["cached"],
+        "finish_reason": done["finish_reason"],
+        "usage": done["usage"],
+        "unknown_source_chars": done["unknown_source_chars"],
+        "timings": done["timings"],
+        "segments": segments,
+        "id": prepared.request_id,
+    }
+    return JSONResponse(
+        body, headers={"Server-Timing": server_timing(done), "X-Request-ID": prepared.request_id}
+    )
+
+
+async def translate_stream(request: Request) -> Response:
+    service, settings = services(request)
+    if request.method == "GET":  # EventSource: parameters in the query string, always SSE
+        check_api_key(request, settings)
+        params: dict[str, Any] = dict(request.query_params)
+        if "max_new_tokens" in params:
+            params["max_new_tokens"] = _query_int(params["max_new_tokens"])
+        prepared = await service.prepare(translate_request(params))
+        return sse_response(prepared, settings, last_event_id(request))
+    check_api_key(request, settings)
+    prepared = await service.prepare(translate_request(await read_json_object(request, settings)))
+    if "text/event-stream" in request.headers.get("accept", ""):
+        return sse_response(prepared, settings, last_event_id(request))
+    return ndjson_response(prepared)
+
+
+def _query_int(value: str) -> int | str:
+    return int(value) if value.lstrip("-").isdigit() else value  # non-numbers fail validation with 400
+
+
+def last_event_id(request: Request) -> int:
+    """SSE resume point: events with an id up to this one were received already (-1: none)."""
+    raw = request.headers.get("last-event-id", "").strip()
+    if not raw:
+        return -1
+    if not raw.isdigit():
+        raise BadRequest(
+            "Last-Event-ID must be the integer id of a received event",
+            code="invalid_field",
+            param="Last-Event-ID",
+        )
+    return int(raw)
+
+
+def ndjson_response(prepared: PreparedStream) -> StreamingResponse:
+    async def lines() -> AsyncIterator[bytes]:
+        async for event in prepared.events():
+            yield (dumps(event) + "\n").encode()
+
+    return StreamingResponse(
+        lines(), media_type=NDJSON, headers={**STREAM_HEADERS, "X-Request-ID": prepared.request_id}
+    )
+
+
+def sse_response(prepared: PreparedStream, settings: Settings, resume_after: int) -> EventSourceResponse:
+    """``event:`` is the event type, ``id:`` its index in the stream. A reconnect with Last-Event-ID
+    replays the same deterministic stream (from the cache, or decoded again) and skips what the
+    client already has."""
+
+    async def messages() -> AsyncIterator[ServerSentEvent]:
+        index = 0
+        async for event in prepared.events():
+            if event["type"] == "ping":
+                continue  # SSE heartbeats are comment lines sent by EventSourceResponse itself
+            if index > resume_after:
+                yield ServerSentEvent(data=dumps(event), event=event["type"], id=str(index))
+            index += 1
+
+    return EventSourceResponse(
+        messages(),
+        ping=settings.heartbeat_interval,
+        sep="\n",
+        headers={**STREAM_HEADERS, "X-Request-ID": prepared.request_id},
+    )
+
+
+async def models(request: Request) -> Response:
+    service, _ = services(request)
+    data = []
+    for bundle in service.registry.bundles:
+        m = bundle.manifest
+        data.append(
+            {
+                "id": bundle.name,
+                "object": "model",
+                "owned_by": "liuyi",
+                "aliases": [f"liuyi-{m.source_lang}-{m.target_lang}"],
+                "source": m.source_lang,
+                "target": m.target_lang,
+                "direction": m.direction,
+                "family": m.family,
+                "quantization": m.quantization,
+                "license": m.license,
+                "attribution": m.attribution,
+                "max_input_chars": bundle.max_input_chars,
+                "max_new_tokens": m.limits.max_target_tokens,
+            }
+        )
+    return JSONResponse({"object": "list", "data": data})
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    lifecycle = request.app.state.lifecycle
+    if not lifecycle.ready:
+        status = "draining" if lifecycle.draining else "starting"
+        return JSONResponse({"status": status}, status_code=503)
+    return JSONResponse(
+        {"status": "ready", "models": [b.name for b in request.app.state.service.registry.bundles]}
+    )
+
+
+async def metrics(request: Request) -> Response:
+    registry = request.app.state.metrics
+    return Response(registry.render(), media_type=registry.CONTENT_TYPE)
+
+
+ROUTES = [
+    Route("/v1/translate", translate, methods=["POST"]),
+    Route("/v1/translate/stream", translate_stream, methods=["GET", "POST"]),
+    Route("/v1/models", models, methods=["GET"]),
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/metrics", metrics, methods=["GET"]),
+]

@@ -1,0 +1,125 @@
+"""Test helpers: a real uvicorn server on 127.0.0.1, and a gate that holds decoder steps.
+
+``LiveServer`` runs uvicorn in a thread of the test process, so tests reach it through a real
+socket (curl, browsers, official client libraries) while still being able to hold the decoder
+with a ``StepGate``. Ordering is proven by the gate, never by sleeping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import uvicorn
+
+from decoding import Bundle
+from server import Settings, create_app
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveServer:
+    """uvicorn serving ``create_app(settings, bundles=...)`` on a free loopback port."""
+
+    def __init__(self, settings: Settings, bundles: Sequence[Bundle] | None = None) -> None:
+        self.port = free_port()
+        self.settings = Settings(**{**settings.__dict__, "host": "127.0.0.1", "port": self.port})
+        self.app = create_app(self.settings, bundles=bundles)
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+            ws="none",
+            timeout_graceful_shutdown=2,
+        )
+        self.server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self.server.run, name="uvicorn", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> LiveServer:
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.01)  # polling a flag that uvicorn sets, not synchronising with the test
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self._thread.join(15)
+
+    @property
+    def state(self) -> Any:
+        """app.state: service, metrics, lifecycle (for assertions on the server's side)."""
+        return self.app.state
+
+    def call_in_loop(self, fn: Any, *args: Any) -> None:
+        """Run ``fn(*args)`` on the server's event loop (e.g. ``lifecycle.begin_drain``)."""
+        self.state.loop.call_soon_threadsafe(fn, *args)
+
+
+class StepGate:
+    """Holds every decoder step of a bundle until the test lets it through.
+
+    ``allow(n)`` lets n more steps run; ``open()`` lets everything run; ``wait_for_steps(n)`` blocks
+    until n steps have *started* (i.e. the decoder is waiting at the gate or has passed it).
+    """
+
+    def __init__(self, bundle: Bundle) -> None:
+        self._bundle = bundle
+        self._original = bundle.graphs.step
+        self._permits = threading.Semaphore(0)
+        self._opened = threading.Event()
+        self._started = 0
+        self._cond = threading.Condition()
+
+    def step(self, feeds: Any, outputs: Any) -> Any:
+        with self._cond:
+            self._started += 1
+            self._cond.notify_all()
+        if not self._opened.is_set():
+            while not self._permits.acquire(timeout=0.05):
+                if self._opened.is_set():
+                    break
+        return self._original(feeds, outputs)
+
+    @property
+    def started(self) -> int:
+        return self._started
+
+    def allow(self, steps: int = 1) -> None:
+        for _ in range(steps):
+            self._permits.release()
+
+    def open(self) -> None:
+        self._opened.set()
+
+    def wait_for_steps(self, count: int, timeout: float = 30.0) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._started >= count, timeout)
+
+
+@contextlib.contextmanager
+def gated(bundle: Bundle) -> Iterator[StepGate]:
+    """Install a gate on ``bundle`` for the duration of a test; always removed, always opened."""
+    gate = StepGate(bundle)
+    bundle.graphs.step = gate.step  # type: ignore[method-assign]
+    try:
+        yield gate
+    finally:
+        gate.open()
+        del bundle.graphs.step  # back to the class method
