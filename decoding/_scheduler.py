@@ -64,15 +64,15 @@ class BatchScheduler:
         self._pending: deque[_Entry] = deque()
         self._lock = threading.Condition()
         self._closed = False
-        self._active = 0
+        self._joining = 0  # admitted, encoder running, not in the batch yet
         self.steps = 0  # decoder calls made (a batched call counts once)
         self._thread = threading.Thread(target=self._run, name=f"liuyi-scheduler-{bundle.name}", daemon=True)
         self._thread.start()
 
     @property
     def active(self) -> int:
-        """Translations in the batch."""
-        return self._active
+        """Translations in the batch (or joining it)."""
+        return len(self._batch.rows) + self._joining
 
     @property
     def queued(self) -> int:
@@ -88,10 +88,9 @@ class BatchScheduler:
         with self._lock:
             if self._closed:
                 raise EngineBusyError("the scheduler is shutting down")
-            waiting = len(self._pending) + self._active
-            if waiting >= self.max_batch_size + self.max_queue:
+            if len(self._pending) + self.active >= self.max_batch_size + self.max_queue:
                 raise EngineBusyError(
-                    f"{self._active} translations running and {len(self._pending)} queued; try again shortly"
+                    f"{self.active} translations running and {len(self._pending)} queued; try again shortly"
                 )
             self._pending.append(_Entry(translation=translation, sink=emit, submitted=time.perf_counter()))
             self._lock.notify_all()
@@ -99,7 +98,7 @@ class BatchScheduler:
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing is running or queued (graceful shutdown, tests). False on timeout."""
         with self._lock:
-            return self._lock.wait_for(lambda: not self._active and not self._pending, timeout)
+            return self._lock.wait_for(lambda: not self.active and not self._pending, timeout)
 
     def close(self, timeout: float | None = 5.0) -> None:
         """Cancel everything, stop the thread."""
@@ -131,16 +130,17 @@ class BatchScheduler:
             admitted: list[_Entry] = []
             while self._pending and len(self._batch.rows) + len(admitted) < self.max_batch_size:
                 admitted.append(self._pending.popleft())
-            self._active = len(self._batch.rows) + len(admitted)
+            self._joining = len(admitted)
         for entry in admitted:
             entry.translation.timings.queue_ms = (time.perf_counter() - entry.submitted) * 1000
             self._join(entry)
+        with self._lock:
+            self._joining = 0
         self._drop_cancelled()
         if self._batch.rows:
             self._step()
         with self._lock:
-            self._active = len(self._batch.rows)
-            if not self._active and not self._pending:
+            if not self.active and not self._pending:
                 self._lock.notify_all()  # wake wait_idle()
         return True
 

@@ -11,9 +11,10 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+import httpx
 import uvicorn
 
 from decoding import Bundle
@@ -123,3 +124,15 @@ def gated(bundle: Bundle) -> Iterator[StepGate]:
     finally:
         gate.open()
         del bundle.graphs.step  # back to the class method
+
+
+@contextlib.asynccontextmanager
+async def asgi_client(settings: Settings, bundles: Sequence[Bundle]) -> AsyncIterator[httpx.AsyncClient]:
+    """The app in process, lifespan running, behind httpx's ASGI transport (which buffers bodies:
+    good for content, useless for timing or disconnects)."""
+    app = create_app(settings, bundles=bundles)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://liuyi") as client,
+    ):
+        yield client

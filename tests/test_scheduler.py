@@ -122,8 +122,8 @@ def test_cancelled_translation_leaves_and_frees_its_place(default_bundle: Bundle
         scheduler.close()
 
 
-def test_full_queue_is_refused_then_accepts_again(tiny_marian_bundle: Bundle) -> None:
-    scheduler = BatchScheduler(tiny_marian_bundle, max_batch_size=1, max_queue=1)
+def test_full_queue_is_refused_then_accepts_again(default_bundle: Bundle) -> None:
+    scheduler = BatchScheduler(default_bundle, max_batch_size=1, max_queue=1)
     try:
         gate = threading.Event()
         blocker = Collector(notify_after=1)
@@ -132,18 +132,19 @@ def test_full_queue_is_refused_then_accepts_again(tiny_marian_bundle: Bundle) ->
             blocker(item)
             gate.wait(30)  # holds the scheduler thread: the batch stays full
 
+        # word-level model: the first delta comes at the first step, while the row is in the batch
         opts = DecodeOptions(max_new_tokens=4, min_new_tokens=4)
-        scheduler.submit(Translation(tiny_marian_bundle, "你好。", options=opts), blocking)
+        scheduler.submit(Translation(default_bundle, "你好。", options=opts), blocking)
         assert blocker.reached.wait(30)
         queued = Collector()
-        scheduler.submit(Translation(tiny_marian_bundle, "你好。", options=opts), queued)
+        scheduler.submit(Translation(default_bundle, "你好。", options=opts), queued)
         with pytest.raises(EngineBusyError):
-            scheduler.submit(Translation(tiny_marian_bundle, "你好。", options=opts), Collector())
+            scheduler.submit(Translation(default_bundle, "你好。", options=opts), Collector())
         gate.set()
         queued.result()
         blocker.result()
         again = Collector()
-        scheduler.submit(Translation(tiny_marian_bundle, "你好。", options=opts), again)
+        scheduler.submit(Translation(default_bundle, "你好。", options=opts), again)
         assert again.result().output_tokens == 4
     finally:
         gate.set()
