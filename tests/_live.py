@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -136,3 +137,78 @@ async def asgi_client(settings: Settings, bundles: Sequence[Bundle]) -> AsyncIte
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://liuyi") as client,
     ):
         yield client
+
+
+def require_binary(name: str) -> str:
+    """Path of a program the test drives for real. Missing: skip locally, fail under CI=true (CI
+    installs everything in tests/apt-packages.txt, so a missing program there is a real failure)."""
+    import os
+    import shutil
+
+    import pytest
+
+    path = shutil.which(name)
+    if path is None:
+        message = f"{name} is not installed (tests/run.sh installs it from tests/apt-packages.txt)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+class ServerProcess:
+    """``python -m server serve`` in a subprocess on a free port, configured through LIUYI_* variables."""
+
+    def __init__(self, **environment: str) -> None:
+        import os
+
+        self.port = free_port()
+        self.env = {**os.environ, "LIUYI_PORT": str(self.port), "LIUYI_LOG_LEVEL": "info", **environment}
+        self.process: subprocess.Popen[str] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> ServerProcess:
+        import sys
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "server", "serve"],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not self.ready():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"server did not start: {self.process.stderr.read() if self.process.stderr else ''}"
+                )
+            time.sleep(0.05)  # polling readiness of another process
+        return self
+
+    def ready(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self, timeout: float = 30) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        assert self.process is not None
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()

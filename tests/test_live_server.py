@@ -5,10 +5,8 @@ proven by which steps were allowed, not by timing."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,7 +16,7 @@ import pytest
 
 from decoding import Bundle
 from server import Settings, create_app
-from tests._live import LiveServer, StepGate, free_port, gated
+from tests._live import LiveServer, ServerProcess, StepGate, gated
 
 QUESTION = "你喜欢吃苹果吗？"  # 7 output tokens with the default model
 
@@ -255,36 +253,11 @@ def test_streams_running_at_shutdown_may_finish_within_the_grace_period(default_
 
 
 def test_liuyi_serve_prints_the_page_url_and_exits_cleanly_on_sigterm() -> None:
-    port = free_port()
-    env = {**os.environ, "LIUYI_PORT": str(port), "LIUYI_LOG_LEVEL": "info"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        banner = process.stdout.readline()
-        assert f"http://127.0.0.1:{port}/" in banner
-        assert wait_until(lambda: _ready(port), timeout=60)
-        reply = httpx.post(f"http://127.0.0.1:{port}/v1/translate", json={"text": "我很好。"}).json()
+    with ServerProcess() as server:
+        assert server.process is not None and server.process.stdout is not None
+        assert f"http://127.0.0.1:{server.port}/" in server.process.stdout.readline()
+        reply = httpx.post(f"{server.url}/v1/translate", json={"text": "我很好。"}).json()
         assert reply["translation"] == "I'm very well."
-        process.send_signal(signal.SIGTERM)
-        # uvicorn shuts down, then re-raises the signal it caught: exit status 0 or "killed by SIGTERM"
-        assert process.wait(30) in (0, -signal.SIGTERM)
-        assert "Application shutdown complete" in process.stderr.read()  # type: ignore[union-attr]
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stdout.close()  # type: ignore[union-attr]
-        process.stderr.close()  # type: ignore[union-attr]
-
-
-def _ready(port: int) -> bool:
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
+        # SIGTERM: uvicorn shuts down, then re-raises the signal it caught (status 0 or -SIGTERM)
+        assert server.stop() in (0, -signal.SIGTERM)
+        assert "Application shutdown complete" in server.process.stderr.read()  # type: ignore[union-attr]
