@@ -39,9 +39,16 @@ class ModelRegistry:
             UnsupportedDirectionError: no bundle for the direction.
         """
         src = normalize_language(source)
+        tgt = normalize_language(target, allow_auto=False) if target else None
         if src == "auto":
-            src = detect_language(text).language
-        tgt = normalize_language(target, allow_auto=False) if target else ("en" if src == "zh" else "zh")
+            detection = detect_language(text)
+            if detection.confidence == 0 and self._by_direction:  # no letters at all (emoji, digits)
+                fallback = next((b for b in self._by_direction.values() if tgt in (None, b.manifest.target_lang)),
+                                None)
+                if fallback is not None:
+                    return fallback
+            src = detection.language
+        tgt = tgt or ("en" if src == "zh" else "zh")
         bundle = self._by_direction.get(f"{src}-{tgt}")
         if bundle is None:
             raise UnsupportedDirectionError(src, tgt, self.directions)

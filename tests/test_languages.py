@@ -45,6 +45,7 @@ def test_registry_resolves_auto_and_rejects_missing_directions(default_bundle) -
     registry = ModelRegistry([default_bundle])
     assert registry.resolve("auto", None, "你好") is default_bundle
     assert registry.resolve("zh-CN", "en", "你好") is default_bundle
+    assert registry.resolve("auto", None, "🍎 123") is default_bundle  # nothing to detect: any model will do
     with pytest.raises(UnsupportedDirectionError) as info:
         registry.resolve("en", "zh", "hello")
     assert info.value.code == "unsupported_direction" and "available: zh-en" in info.value.message
