@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from starlette.datastructures import FormData
+from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
 from starlette.requests import Request
 
 from ._errors import BadRequest, PayloadTooLarge, Unauthorized, UnsupportedMediaType
@@ -64,10 +65,26 @@ async def read_fields(request: Request, settings: Settings) -> Mapping[str, Any]
     if kind in JSON_TYPES:
         return await read_json_object(request, settings)
     if kind in FORM_TYPES:
-        await read_body(request, settings)  # enforces the size limit; Starlette caches the body
-        form: FormData = await request.form()
-        return {key: (form.getlist(key) if len(form.getlist(key)) > 1 else form[key]) for key in form}
+        form = await parse_form(request, await read_body(request, settings))
+        fields = {key: (form.getlist(key) if len(form.getlist(key)) > 1 else form[key]) for key in form}
+        await form.close()  # file parts are never wanted: their values fail validation as non-strings
+        return fields
     raise UnsupportedMediaType(f"send JSON or form data (got {kind or 'no content type'})")
+
+
+async def parse_form(request: Request, body: bytes) -> FormData:
+    """Parse a body already read (and size-checked) by :func:`read_body`: ``request.form()`` would
+    try to read the consumed stream again."""
+
+    async def chunks() -> AsyncGenerator[bytes, None]:
+        yield body
+
+    try:
+        if media_type(request) == "multipart/form-data":
+            return await MultiPartParser(request.headers, chunks()).parse()
+        return await FormParser(request.headers, chunks()).parse()
+    except MultiPartException as exc:
+        raise BadRequest(f"the form data is malformed: {exc.message}", code="invalid_form") from None
 
 
 def text_field(body: Mapping[str, Any], name: str = "text") -> str:

@@ -1,0 +1,141 @@
+"""DeepL-compatible API: ``POST /v2/translate``, ``GET|POST /v2/languages``, ``GET|POST /v2/usage``
+— enough for the official ``deepl`` client library and DeepL plugins pointed at this server.
+
+Requests are JSON or form data (``text`` repeated); the key comes as ``Authorization: DeepL-Auth-Key
+<key>`` (or the legacy ``auth_key`` parameter). Errors are ``{"message", "detail"}`` with DeepL's
+statuses (400, 403 bad key, 429 overloaded + Retry-After), rendered by the app's one error handler.
+Choices where DeepL's behaviour does not carry over:
+
+- ``target_lang`` "EN", "EN-US", "EN-GB" all mean English (liuyi has one English); "ZH" and
+  "ZH-HANS" mean Chinese. "ZH-HANT" is refused: the models write simplified Chinese.
+- ``tag_handling`` "html" or "xml" keeps the tags and translates the text between them (``_texts``).
+- ``glossary_id`` is refused (liuyi has no glossaries, and ignoring one would silently change the
+  result); ``formality``, ``split_sentences``, ``preserve_formatting``, ``context``, ``model_type``
+  and the like are accepted and ignored.
+- ``billed_characters`` is always sent (the official client reads it unconditionally).
+- ``/v2/usage`` counts the characters this process translated through this API; a self-hosted
+  server has no quota, so ``character_limit`` is a very large number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from decoding import Bundle
+
+from ._errors import BadRequest
+from ._http import FORM_TYPES, JSON_TYPES, check_api_key, media_type, optional_str, read_fields
+from ._native import services
+from ._texts import text_list, translate_texts
+
+NO_QUOTA = 10**12  # character_limit reported by /v2/usage
+_TARGETS = {"EN": "en", "EN-US": "en", "EN-GB": "en", "ZH": "zh", "ZH-HANS": "zh"}
+# What /v2/languages lists for each language liuyi knows (source: [code, name]; target: variants).
+_SOURCE_NAMES = {"zh": "Chinese", "en": "English"}
+_TARGET_VARIANTS = {
+    "en": [("EN-GB", "English (British)"), ("EN-US", "English (American)")],
+    "zh": [("ZH", "Chinese (simplified)"), ("ZH-HANS", "Chinese (simplified)")],
+}
+
+
+def target_language(body: Mapping[str, Any]) -> str:
+    value = optional_str(body, "target_lang")
+    if not value:
+        raise BadRequest("'target_lang' is required, e.g. EN-US or ZH-HANS", param="target_lang")
+    code = value.strip().upper().replace("_", "-")
+    if code == "ZH-HANT":
+        raise BadRequest(
+            "target_lang ZH-HANT is not supported: liuyi's models write simplified Chinese (ZH-HANS)",
+            code="unsupported_language",
+            param="target_lang",
+        )
+    if code not in _TARGETS:
+        raise BadRequest(
+            f"target_lang {value!r} is not supported; use one of: {', '.join(_TARGETS)}",
+            code="unsupported_language",
+            param="target_lang",
+        )
+    return _TARGETS[code]
+
+
+async def translate(request: Request) -> Response:
+    service, settings = services(request)
+    body = await read_fields(request, settings)
+    check_api_key(request, settings, body_key=body.get("auth_key"))
+    texts, _ = text_list(body, "text")
+    target = target_language(body)
+    source = optional_str(body, "source_lang") or "auto"
+    tags = (optional_str(body, "tag_handling") or "").lower()
+    if tags not in ("", "html", "xml"):
+        raise BadRequest(
+            "'tag_handling' must be 'html' or 'xml'", code="invalid_option", param="tag_handling"
+        )
+    if body.get("glossary_id") or body.get("glossary_ids"):
+        raise BadRequest("glossaries are not supported by liuyi", code="invalid_option", param="glossary_id")
+    results = await translate_texts(service, texts, source=source, target=target, markup=bool(tags))
+    billed = [len(text) for text in texts]
+    state = request.app.state
+    state.deepl_characters = getattr(state, "deepl_characters", 0) + sum(billed)
+    return JSONResponse(
+        {
+            "translations": [
+                {
+                    "detected_source_language": result.source.upper(),
+                    "text": result.text,
+                    "billed_characters": characters,
+                }
+                for result, characters in zip(results, billed, strict=True)
+            ]
+        }
+    )
+
+
+async def parameters(request: Request) -> Mapping[str, Any]:
+    """Query parameters, plus the body's fields when there is one: the official client sends
+    ``type=target`` as a form body even on GET."""
+    params: dict[str, Any] = dict(request.query_params)
+    if media_type(request) in (*JSON_TYPES, *FORM_TYPES):
+        params.update(await read_fields(request, request.app.state.settings))
+    return params
+
+
+def languages_of(bundles: list[Bundle], kind: str) -> list[dict[str, Any]]:
+    if kind == "source":
+        codes = sorted({b.manifest.source_lang for b in bundles})
+        return [{"language": code.upper(), "name": _SOURCE_NAMES.get(code, code)} for code in codes]
+    codes = sorted({b.manifest.target_lang for b in bundles})
+    return [
+        {"language": variant, "name": name, "supports_formality": False}
+        for code in codes
+        for variant, name in _TARGET_VARIANTS.get(code, [(code.upper(), code)])
+    ]
+
+
+async def languages(request: Request) -> Response:
+    service, settings = services(request)
+    params = await parameters(request)
+    check_api_key(request, settings, body_key=params.get("auth_key"))
+    kind = params.get("type") or "source"
+    if kind not in ("source", "target"):
+        raise BadRequest("'type' must be 'source' or 'target'", param="type")
+    return JSONResponse(languages_of(service.registry.bundles, kind))
+
+
+async def usage(request: Request) -> Response:
+    _, settings = services(request)
+    params = await parameters(request)
+    check_api_key(request, settings, body_key=params.get("auth_key"))
+    count = getattr(request.app.state, "deepl_characters", 0)
+    return JSONResponse({"character_count": count, "character_limit": NO_QUOTA})
+
+
+ROUTES = [
+    Route("/v2/translate", translate, methods=["POST"]),
+    Route("/v2/languages", languages, methods=["GET", "POST"]),
+    Route("/v2/usage", usage, methods=["GET", "POST"]),
+]

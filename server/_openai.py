@@ -1,0 +1,220 @@
+"""OpenAI-compatible ``POST /v1/chat/completions``: existing chat clients get translations.
+
+The last ``user`` message is the text to translate; system prompts, earlier turns, temperature and
+the like are ignored (decoding is greedy). ``model`` picks the direction:
+
+    a bundle name, e.g. "cn2en-gru-zh-en"    that bundle's direction
+    its alias, e.g. "liuyi-zh-en"            that bundle's direction
+    "liuyi" or "liuyi-auto"                  source detected, target the other language
+
+Streaming (``stream: true``) sends ``data: <chat.completion.chunk>`` lines: the assistant role
+first, one chunk per engine delta, a chunk with ``finish_reason``, a usage chunk when
+``stream_options.include_usage`` is set, then ``data: [DONE]``.
+
+An error after the first byte is one ``data: {"error": {...}}`` line in OpenAI's error shape, and
+the stream ends there, *without* ``[DONE]``: that is what OpenAI's API does, and the official
+client raises ``openai.APIError`` on that line (it stops silently at ``[DONE]``, so a ``[DONE]``
+after a failure would let other clients take a cut-off answer for a complete one).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from decoding import ModelRegistry
+
+from ._errors import BadRequest, NotFound, error_payload
+from ._events import WireEvent, dumps
+from ._http import check_api_key, optional_positive_int, read_json_object
+from ._native import STREAM_HEADERS, services
+from ._service import PreparedStream, TranslateRequest
+
+AUTO_MODELS = ("liuyi", "liuyi-auto")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChatRequest:
+    text: str  # the last user message
+    source: str  # a language code or "auto"
+    target: str | None  # None: the other language
+    max_new_tokens: int | None
+    stream: bool
+    include_usage: bool  # stream_options.include_usage: a last chunk with the usage
+
+
+def resolve_model(name: str, registry: ModelRegistry) -> tuple[str, str | None]:
+    """(source, target) for a model name: a served bundle's name or alias, or an auto model.
+
+    Raises:
+        NotFound: no such model (OpenAI answers 404 ``model_not_found`` too).
+    """
+    if name in AUTO_MODELS:
+        return "auto", None
+    for bundle in registry.bundles:  # the bundles that serve requests, as listed by /v1/models
+        m = bundle.manifest
+        if name in (bundle.name, f"liuyi-{m.source_lang}-{m.target_lang}"):
+            return m.source_lang, m.target_lang
+    available = [*(b.name for b in registry.bundles), *AUTO_MODELS]
+    raise NotFound(
+        f"the model {name!r} does not exist; available: {', '.join(available)}",
+        code="model_not_found",
+        param="model",
+    )
+
+
+def chat_request(body: Mapping[str, Any], registry: ModelRegistry) -> ChatRequest:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise BadRequest("'model' is required: a name from GET /v1/models or 'liuyi-auto'", param="model")
+    source, target = resolve_model(model, registry)
+    n = body.get("n", 1)
+    if n is not None and n != 1:
+        raise BadRequest(
+            "only n=1 is supported (a translation has one answer)", code="invalid_option", param="n"
+        )
+    stream = body.get("stream", False)
+    if stream is not None and not isinstance(stream, bool):
+        raise BadRequest("'stream' must be true or false", param="stream")
+    options = body.get("stream_options")
+    options = {} if options is None else options
+    if not isinstance(options, dict) or not isinstance(options.get("include_usage", False), bool):
+        raise BadRequest(
+            "'stream_options' must be an object like {\"include_usage\": true}", param="stream_options"
+        )
+    max_new_tokens = optional_positive_int(body, "max_completion_tokens")
+    if max_new_tokens is None:
+        max_new_tokens = optional_positive_int(body, "max_tokens")  # the older name
+    return ChatRequest(
+        text=last_user_text(body.get("messages")),
+        source=source,
+        target=target,
+        max_new_tokens=max_new_tokens,
+        stream=bool(stream),
+        include_usage=bool(options.get("include_usage", False)),
+    )
+
+
+def last_user_text(messages: object) -> str:
+    """The content of the last ``user`` message: a string, or the text parts of a list joined by
+    newlines.
+
+    Raises:
+        BadRequest: no user message, a malformed message, a non-text part, or blank text.
+    """
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty list of messages", param="messages")
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+        raise BadRequest("every message must be an object with a 'role'", param="messages")
+    users = [m for m in messages if m["role"] == "user"]
+    if not users:
+        raise BadRequest("there is no 'user' message to translate", code="missing_text", param="messages")
+    content = users[-1].get("content")
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            is_text = isinstance(part, dict) and part.get("type") == "text"
+            if not is_text or not isinstance(part.get("text"), str):
+                raise BadRequest("only content parts of type 'text' can be translated", param="messages")
+            texts.append(part["text"])
+        content = "\n".join(texts)
+    if not isinstance(content, str):
+        raise BadRequest("the user message's 'content' must be a string or a list of parts", param="messages")
+    if not content.strip():
+        raise BadRequest("the user message is empty", code="empty_text", param="messages")
+    return content
+
+
+def finish_reason(done: WireEvent) -> str:
+    return "length" if done["finish_reason"] == "length" else "stop"
+
+
+def usage(done: WireEvent) -> dict[str, int]:
+    prompt, completion = done["usage"]["input_tokens"], done["usage"]["output_tokens"]
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+async def chat_completions(request: Request) -> Response:
+    service, settings = services(request)
+    check_api_key(request, settings)
+    chat = chat_request(await read_json_object(request, settings), service.registry)
+    prepared = await service.prepare(
+        TranslateRequest(
+            text=chat.text, source=chat.source, target=chat.target, max_new_tokens=chat.max_new_tokens
+        ),
+        request_id=request.state.request_id,
+    )
+    if chat.stream:
+        return EventSourceResponse(
+            chunks(prepared, include_usage=chat.include_usage),
+            ping=settings.heartbeat_interval,
+            sep="\n",
+            headers=STREAM_HEADERS,
+        )
+    done, _ = await prepared.collect()
+    request.scope.setdefault("state", {})["liuyi_timings"] = done["timings"]
+    completion = {
+        "id": f"chatcmpl-{prepared.request_id}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": prepared.bundle.name,
+        "system_fingerprint": None,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": done["translation"], "refusal": None},
+                "logprobs": None,
+                "finish_reason": finish_reason(done),
+            }
+        ],
+        "usage": usage(done),
+    }
+    return JSONResponse(completion)
+
+
+async def chunks(prepared: PreparedStream, *, include_usage: bool) -> AsyncIterator[ServerSentEvent]:
+    """The SSE ``data:`` lines of a streamed completion (heartbeats are SSE comments, sent by
+    EventSourceResponse)."""
+    common: dict[str, Any] = {
+        "id": f"chatcmpl-{prepared.request_id}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": prepared.bundle.name,
+        "system_fingerprint": None,
+    }
+    if include_usage:
+        common["usage"] = None  # as OpenAI: every chunk but the last says usage: null
+
+    def chunk(delta: dict[str, str], reason: str | None = None) -> ServerSentEvent:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
+        return ServerSentEvent(data=dumps({**common, "choices": [choice]}))
+
+    events = prepared.events()
+    assert isinstance(events, AsyncGenerator)  # closed at once when the client goes away
+    async with aclosing(events):
+        async for event in events:
+            kind = event["type"]
+            if kind == "start":
+                yield chunk({"role": "assistant", "content": ""})
+            elif kind == "delta":
+                yield chunk({"content": event["text"]})
+            elif kind == "done":
+                yield chunk({}, finish_reason(event))
+                if include_usage:
+                    yield ServerSentEvent(data=dumps({**common, "choices": [], "usage": usage(event)}))
+                yield ServerSentEvent(data="[DONE]")
+            elif kind == "error":
+                assert prepared.error is not None
+                _, body = error_payload(prepared.error, "openai")
+                yield ServerSentEvent(data=dumps(body))
+
+
+ROUTES = [Route("/v1/chat/completions", chat_completions, methods=["POST"])]

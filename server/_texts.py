@@ -1,0 +1,189 @@
+"""Several texts in one request, for the compatibility APIs (LibreTranslate ``q`` lists, DeepL
+``text`` lists), with optional HTML/XML markup kept in place.
+
+    texts ──► per text: markup split into text runs (html) ── source detected once per text
+          ──► every run is one TranslateRequest ──► prepare() + collect(), concurrently
+          ──► runs put back between the tags ──► one Translated per text, in order
+
+Deliberate choices:
+
+- The runs share the continuous-batching scheduler like any other requests; at most
+  ``max_concurrent_streams`` of one request are in flight, so a long list fills one batch instead of
+  overflowing the queue by itself (and answering 429 to its own sender).
+- If one run fails, the others are cancelled and the request fails with that run's error: these
+  APIs have no way to report a partial result.
+- With ``source: auto`` the language is detected on the whole text (tags removed), not per run, so a
+  short run like "OK" inside a Chinese page is still translated as Chinese. A text detected to be in
+  the target language already comes back unchanged (what LibreTranslate and DeepL do too), instead
+  of failing with "no model translates en->en"; so does a text without a single letter ("2024",
+  "🙂"). A source *named* equal to the target is still a 400 (most likely a misconfigured client).
+- Markup: tags, comments and the content of ``<script>``/``<style>`` are copied verbatim; each text
+  run between tags is translated on its own (entities decoded first, the result escaped again).
+  A sentence cut by inline tags (``我<b>很</b>好``) is therefore translated in pieces: the price of
+  keeping every tag where it was without an alignment model.
+- Blank items of a list come back as they were (a single blank text is a 400, see :func:`text_list`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from decoding import detect_language, normalize_language
+
+from ._errors import BadRequest
+from ._service import TranslateRequest, TranslationService
+
+T = TypeVar("T")
+# Comments, CDATA, and tags (a "<" not followed by a name, "/", "!" or "?" is text, as in browsers).
+_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<[A-Za-z/!?][^>]*>", re.DOTALL)
+_RAW_TEXT_TAG = re.compile(r"<\s*(script|style)\b", re.IGNORECASE)
+_SPACE = re.compile(r"^(\s*)(.*?)(\s*)$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Translated:
+    text: str
+    source: str  # the language translated from: "zh" or "en"
+    confidence: float  # 0..1: how sure the detection was (1.0 when the client named the source)
+
+
+def text_list(body: Mapping[str, Any], name: str) -> tuple[list[str], bool]:
+    """The texts of field ``name`` (a string or a list of strings) and whether it was a list.
+
+    Raises:
+        BadRequest: missing, not strings, an empty list, or a single blank string.
+    """
+    value = body.get(name)
+    if value is None:
+        raise BadRequest(f"'{name}' is required", code="missing_text", param=name)
+    if isinstance(value, str):
+        if not value.strip():
+            raise BadRequest(f"'{name}' is empty", code="empty_text", param=name)
+        return [value], False
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise BadRequest(f"'{name}' must be a string or a list of strings", param=name)
+    if not value:
+        raise BadRequest(f"'{name}' is an empty list", code="empty_text", param=name)
+    return list(value), True
+
+
+class Markup:
+    """A document cut into verbatim pieces and translatable text runs (``parts[i]`` for i in
+    ``runs``, surrounding whitespace split off into their own parts)."""
+
+    def __init__(self, document: str) -> None:
+        self.parts: list[str] = []
+        self.runs: list[int] = []
+        raw_until: str | None = None  # inside <script>/<style>: the closing tag we wait for
+        position = 0
+        for match in _MARKUP.finditer(document):
+            self._text(document[position : match.start()], verbatim=raw_until is not None)
+            tag = match.group()
+            if raw_until is not None:
+                if tag.lower().replace(" ", "").startswith(raw_until):
+                    raw_until = None
+            elif opened := _RAW_TEXT_TAG.match(tag):
+                raw_until = f"</{opened.group(1).lower()}"
+            self.parts.append(tag)
+            position = match.end()
+        self._text(document[position:], verbatim=raw_until is not None)
+
+    def _text(self, text: str, *, verbatim: bool) -> None:
+        if not text:
+            return
+        if verbatim or not any(ch.isalpha() for ch in html.unescape(text)):  # "2024年" has one: 年
+            self.parts.append(text)
+            return
+        match = _SPACE.match(text)
+        assert match is not None  # the pattern matches any string
+        lead, core, trail = match.groups()
+        self.parts.extend(part for part in (lead, core, trail) if part)
+        self.runs.append(len(self.parts) - (2 if trail else 1))
+
+    def texts(self) -> list[str]:
+        """The text runs to translate, entities decoded."""
+        return [html.unescape(self.parts[index]) for index in self.runs]
+
+    def fill(self, translations: Sequence[str]) -> str:
+        parts = list(self.parts)
+        for index, translation in zip(self.runs, translations, strict=True):
+            parts[index] = html.escape(translation, quote=False)
+        return "".join(parts)
+
+
+async def translate_texts(
+    service: TranslationService,
+    texts: Sequence[str],
+    *,
+    source: str,
+    target: str,
+    markup: bool = False,
+) -> list[Translated]:
+    """Translate every text of one request.
+
+    Arguments:
+        texts: the texts, in the client's order.
+        source: a language code or "auto" (detected per text).
+        target: a language code.
+        markup: the texts are HTML/XML; translate the text between tags only.
+
+    Returns:
+        One :class:`Translated` per text, in order.
+
+    Raises:
+        DecodingError: an unknown language code (the error handler makes it a 400).
+        ApiError: the first failure of any text (the others are cancelled).
+    """
+    given = normalize_language(source)
+    tgt = normalize_language(target, allow_auto=False)
+    documents = [Markup(text) if markup else None for text in texts]
+    plans: list[tuple[str, float, list[str]]] = []  # (source, confidence, runs to translate)
+    for text, document in zip(texts, documents, strict=True):
+        runs = document.texts() if document is not None else ([text] if text.strip() else [])
+        src, confidence = given, 1.0
+        if given == "auto":
+            detection = detect_language(" ".join(runs))
+            src, confidence = detection.language, detection.confidence
+            if src == tgt or confidence == 0:
+                runs = []  # already in the target language, or nothing to translate (digits, emoji)
+        plans.append((src, confidence, runs))
+    limit = asyncio.Semaphore(service.settings.max_concurrent_streams)
+
+    async def one(text: str, src: str) -> str:
+        async with limit:
+            prepared = await service.prepare(TranslateRequest(text=text, source=src, target=tgt))
+            # Cancelled here, the stream's own `finally` stops its translation before the next step.
+            done, _ = await prepared.collect()
+            return str(done["translation"])
+
+    results = await _all([one(run, src) for src, _, runs in plans for run in runs])
+    translated: list[Translated] = []
+    position = 0
+    for text, document, (src, confidence, runs) in zip(texts, documents, plans, strict=True):
+        done = results[position : position + len(runs)]
+        position += len(runs)
+        if not runs:
+            output = text
+        elif document is not None:
+            output = document.fill(done)
+        else:
+            output = done[0]
+        translated.append(Translated(text=output, source=src, confidence=confidence))
+    return translated
+
+
+async def _all(jobs: Sequence[Awaitable[T]]) -> list[T]:
+    """Like ``asyncio.gather``, but the first failure cancels the other jobs (and waits for them)."""
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
