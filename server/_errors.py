@@ -5,10 +5,11 @@ are mapped to :class:`ApiError` by :func:`to_api_error`, and each API flavour re
 ``ApiError`` in its own shape (native, OpenAI, LibreTranslate, DeepL) — the status is shared.
 
     ApiError                     status  code(s)
-    ├── BadRequest               400     invalid_json, invalid_field, missing_text, empty_text,
-    │                                    invalid_option, unsupported_language, unsupported_direction
+    ├── BadRequest               400     invalid_json, invalid_form, invalid_field, missing_text,
+    │                                    empty_text, invalid_option, unsupported_language,
+    │                                    unsupported_direction
     ├── Unauthorized             401     missing_api_key, invalid_api_key
-    ├── NotFound                 404     not_found
+    ├── NotFound                 404     not_found, model_not_found (OpenAI API)
     ├── MethodNotAllowed         405     method_not_allowed
     ├── PayloadTooLarge          413     body_too_large, text_too_long
     ├── UnsupportedMediaType     415     unsupported_media_type

@@ -87,9 +87,8 @@ def done_event(result: Result, *, model: str, cached: bool, extra_timings: dict[
 
 
 def error_event(error: ApiError) -> WireEvent:
-    event: WireEvent = {"type": "error", "code": error.code, "message": error.message}
-    event.update(error.details)
-    return event
+    """The same fields as the HTTP error body (code, message, param, details), as the last event."""
+    return {"type": "error", **error.body()["error"]}
 
 
 def dumps(event: WireEvent) -> str:

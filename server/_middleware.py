@@ -1,16 +1,20 @@
-"""One structured log line and the request metrics per request, measured to the last byte sent."""
+"""Per request: an id (X-Request-ID, echoed on every response), one structured log line and the
+request metrics, measured to the last byte sent."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import time
+import uuid
 from collections.abc import Sequence
 
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 logger = logging.getLogger("liuyi.access")
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")  # a caller's own id is kept if it is harmless
 
 
 class AccessLogMiddleware:
@@ -34,11 +38,16 @@ class AccessLogMiddleware:
         started = time.perf_counter()
         status = 500
         route = self.route_label(scope["path"])
+        given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        request_id = given if _CLIENT_ID.match(given) else uuid.uuid4().hex[:16]
+        scope.setdefault("state", {})["request_id"] = request_id
 
         async def send_and_watch(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (b"x-request-id", request_id.encode())]}
             await send(message)
 
         try:

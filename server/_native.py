@@ -49,10 +49,11 @@ def server_timing(done: WireEvent) -> str:
 async def translate(request: Request) -> Response:
     service, settings = services(request)
     check_api_key(request, settings)
-    prepared = await service.prepare(translate_request(await read_json_object(request, settings)))
+    body = await read_json_object(request, settings)
+    prepared = await service.prepare(translate_request(body), request_id=request.state.request_id)
     done, segments = await prepared.collect()
     request.scope.setdefault("state", {})["liuyi_timings"] = done["timings"]
-    body = {
+    reply = {
         "translation": done["translation"],
         "source": prepared.source,
         "target": prepared.target,
@@ -65,9 +66,7 @@ async def translate(request: Request) -> Response:
         "segments": segments,
         "id": prepared.request_id,
     }
-    return JSONResponse(
-        body, headers={"Server-Timing": server_timing(done), "X-Request-ID": prepared.request_id}
-    )
+    return JSONResponse(reply, headers={"Server-Timing": server_timing(done)})
 
 
 async def translate_stream(request: Request) -> Response:
@@ -77,10 +76,11 @@ async def translate_stream(request: Request) -> Response:
         params: dict[str, Any] = dict(request.query_params)
         if "max_new_tokens" in params:
             params["max_new_tokens"] = _query_int(params["max_new_tokens"])
-        prepared = await service.prepare(translate_request(params))
+        prepared = await service.prepare(translate_request(params), request_id=request.state.request_id)
         return sse_response(prepared, settings, last_event_id(request))
     check_api_key(request, settings)
-    prepared = await service.prepare(translate_request(await read_json_object(request, settings)))
+    body = await read_json_object(request, settings)
+    prepared = await service.prepare(translate_request(body), request_id=request.state.request_id)
     if "text/event-stream" in request.headers.get("accept", ""):
         return sse_response(prepared, settings, last_event_id(request))
     return ndjson_response(prepared)
@@ -110,7 +110,7 @@ def ndjson_response(prepared: PreparedStream) -> StreamingResponse:
             yield (dumps(event) + "\n").encode()
 
     return StreamingResponse(
-        lines(), media_type=NDJSON, headers={**STREAM_HEADERS, "X-Request-ID": prepared.request_id}
+        lines(), media_type=NDJSON, headers=STREAM_HEADERS
     )
 
 
@@ -132,12 +132,13 @@ def sse_response(prepared: PreparedStream, settings: Settings, resume_after: int
         messages(),
         ping=settings.heartbeat_interval,
         sep="\n",
-        headers={**STREAM_HEADERS, "X-Request-ID": prepared.request_id},
+        headers=STREAM_HEADERS,
     )
 
 
 async def models(request: Request) -> Response:
-    service, _ = services(request)
+    service, settings = services(request)
+    check_api_key(request, settings)
     data = []
     for bundle in service.registry.bundles:
         m = bundle.manifest

@@ -28,6 +28,7 @@ from decoding import (
     DecodeOptions,
     DecodingError,
     Delta,
+    InputTooLongError,
     ModelRegistry,
     Result,
     SegmentDone,
@@ -159,7 +160,7 @@ class TranslationService:
             await asyncio.to_thread(scheduler.close)
         await self.cache.close()
 
-    async def prepare(self, request: TranslateRequest) -> PreparedStream:
+    async def prepare(self, request: TranslateRequest, *, request_id: str | None = None) -> PreparedStream:
         """Validate, resolve and admit a request; nothing has been sent to the client yet.
 
         Raises:
@@ -167,16 +168,14 @@ class TranslationService:
         """
         arrived = time.perf_counter()
         if self.lifecycle.draining:
-            raise Overloaded(
-                "the server is shutting down",
-                code="shutting_down",
-                headers={"Retry-After": str(self.settings.retry_after)},
-            )
+            raise _shutting_down(self.settings.retry_after)
         try:
             bundle = self.registry.resolve(request.source, request.target, request.text)
             options = DecodeOptions(max_new_tokens=request.max_new_tokens)
+            if len(request.text) > self.settings.max_input_chars:  # the server's limit, whatever the bundle's
+                raise InputTooLongError(len(request.text), self.settings.max_input_chars)
             common: dict[str, Any] = {
-                "request_id": uuid.uuid4().hex[:16],
+                "request_id": request_id or uuid.uuid4().hex[:16],
                 "bundle": bundle,
                 "source": bundle.manifest.source_lang,
                 "target": bundle.manifest.target_lang,
@@ -201,6 +200,11 @@ class TranslationService:
             self.settings.request_timeout + 1.0, stream.cancel
         )
         return stream
+
+
+def _shutting_down(retry_after: int) -> Overloaded:
+    return Overloaded("the server is shutting down", code="shutting_down",
+                      headers={"Retry-After": str(retry_after)}, details={"retry_after": retry_after})
 
 
 def _reader(scheduler: BatchScheduler, attribute: str) -> Callable[[], int]:
@@ -317,7 +321,7 @@ class LiveStream(PreparedStream):
     def _cut_off_error(self, deadline: float) -> ApiError:
         if self._loop.time() >= deadline:
             return RequestTimeout(f"no result within {self.service.settings.request_timeout:g} s")
-        return Overloaded("the server is shutting down", code="shutting_down")
+        return _shutting_down(self.service.settings.retry_after)
 
     def _fail(self, error: ApiError, reason: str) -> WireEvent:
         self._finished = True
