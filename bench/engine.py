@@ -27,15 +27,27 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._models import OUT, opus_mt_bundle, opus_mt_checkpoint  # noqa: E402
+from bench._models import OUT, opus_mt_bundle, opus_mt_checkpoint
 
 # 24 tokens with the benchmark tokenizer (eos included): the TTFT target's sentence.
 TTFT_SENTENCE = "周末我们去公园散步，然后一起去喝茶吧！"
 BATCH_SENTENCES = [
-    "今天天气很好。", "我喜欢喝茶。", "他明天去北京。", "这本书很有意思。", "我们一起吃饭吧！",
-    "请问火车站在哪里？", "汤姆在学校学习中文。", "她每天早上跑步。", "这个问题很难回答。", "你会说英语吗？",
-    "我的朋友住在上海。", "周末我们去公园散步。", "他把钥匙忘在家里了。", "电脑坏了，需要修理。",
-    "谢谢你的帮助。", "对不起，我迟到了。",
+    "今天天气很好。",
+    "我喜欢喝茶。",
+    "他明天去北京。",
+    "这本书很有意思。",
+    "我们一起吃饭吧！",
+    "请问火车站在哪里？",
+    "汤姆在学校学习中文。",
+    "她每天早上跑步。",
+    "这个问题很难回答。",
+    "你会说英语吗？",
+    "我的朋友住在上海。",
+    "周末我们去公园散步。",
+    "他把钥匙忘在家里了。",
+    "电脑坏了，需要修理。",
+    "谢谢你的帮助。",
+    "对不起，我迟到了。",
 ]
 
 
@@ -76,10 +88,22 @@ def liuyi_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     """The whole engine: Translation (tokenizer, detokenizer, timings) through the BatchScheduler."""
     import threading
 
-    from decoding import BatchScheduler, DecodeOptions, LoadOptions, Result, RuntimeOptions, Translation, load_bundle
+    from decoding import (
+        BatchScheduler,
+        DecodeOptions,
+        LoadOptions,
+        Result,
+        RuntimeOptions,
+        Translation,
+        load_bundle,
+    )
 
-    bundle = load_bundle(opus_mt_bundle(int8=config["int8"]), options=LoadOptions(
-        runtime=RuntimeOptions(intra_op_num_threads=config["threads"]), verify_checksums=False))
+    bundle = load_bundle(
+        opus_mt_bundle(int8=config["int8"]),
+        options=LoadOptions(
+            runtime=RuntimeOptions(intra_op_num_threads=config["threads"]), verify_checksums=False
+        ),
+    )
     assert len(bundle.tokenizer.encode(TTFT_SENTENCE).ids) == 24
     options = DecodeOptions(max_new_tokens=tokens, min_new_tokens=tokens)
     scheduler = BatchScheduler(bundle, max_batch_size=64, max_queue=0)
@@ -101,9 +125,14 @@ def liuyi_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
             done.wait()
             assert translation.result is not None and translation.result.output_tokens == tokens
             t = translation.result.timings
-            runs.append({"ttft_ms": t.first_token_ms, "ms_per_token": (t.total_ms - t.first_token_ms) / (tokens - 1),
-                         "tokens_per_s": (tokens - 1) / ((t.total_ms - t.first_token_ms) / 1000),
-                         "wall_ms": (stamps[-1] - start) * 1000})
+            runs.append(
+                {
+                    "ttft_ms": t.first_token_ms,
+                    "ms_per_token": (t.total_ms - t.first_token_ms) / (tokens - 1),
+                    "tokens_per_s": (tokens - 1) / ((t.total_ms - t.first_token_ms) / 1000),
+                    "wall_ms": (stamps[-1] - start) * 1000,
+                }
+            )
         result["batch1"] = _best(runs[1:])
         result["concurrency"] = {}
         for streams in config["concurrency"]:
@@ -124,8 +153,10 @@ def liuyi_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
                     remaining.acquire()
                 walls.append(time.perf_counter() - start)
             wall = statistics.median(walls[1:])
-            result["concurrency"][str(streams)] = {"tokens_per_s": streams * tokens / wall,
-                                                   "ms_per_token_per_stream": wall * 1000 / tokens}
+            result["concurrency"][str(streams)] = {
+                "tokens_per_s": streams * tokens / wall,
+                "ms_per_token_per_stream": wall * 1000 / tokens,
+            }
         if config.get("agreement_with"):
             result["ids"] = _ids(bundle, tokens)
     finally:
@@ -148,16 +179,19 @@ def ort_bare_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
 
     from decoding import LoadOptions, RuntimeOptions, load_bundle
 
-    bundle = load_bundle(opus_mt_bundle(int8=config["int8"]), options=LoadOptions(
-        runtime=RuntimeOptions(intra_op_num_threads=config["threads"]), verify_checksums=False))
+    bundle = load_bundle(
+        opus_mt_bundle(int8=config["int8"]),
+        options=LoadOptions(
+            runtime=RuntimeOptions(intra_op_num_threads=config["threads"]), verify_checksums=False
+        ),
+    )
     m, graphs = bundle.manifest, bundle.graphs
     source = np.asarray([bundle.tokenizer.encode(TTFT_SENTENCE).ids], dtype=np.int64)
     encoder, decoder = graphs.encoder, graphs.decoder
     cross_names = list(m.encoder.outputs)
     past_names = [s.input for s in m.decoder.state]
     outputs = [m.decoder.top_ids, *(s.output for s in m.decoder.state)]
-    layers = len(past_names) // 2
-    heads_dims = [d for d in decoder.get_inputs() if d.name == past_names[0]][0].shape
+    heads_dims = next(d for d in decoder.get_inputs() if d.name == past_names[0]).shape
     runs = []
     for _ in range(config["repeats"] + 1):
         stamps = [time.perf_counter()]
@@ -176,7 +210,6 @@ def ort_bare_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
             token = int(top[0, 0]) if int(top[0, 0]) != m.tokens.eos else int(top[0, 1])
             stamps.append(time.perf_counter())
         runs.append(_timed_stream(stamps))
-    del layers
     return {"batch1": _best(runs[1:])}
 
 
@@ -208,8 +241,14 @@ def hf_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
         streamer = Stamps()
         start = time.perf_counter()
         with torch.no_grad():
-            model.generate(**inputs, num_beams=1, do_sample=False, max_new_tokens=tokens, min_new_tokens=tokens,
-                           streamer=streamer)
+            model.generate(
+                **inputs,
+                num_beams=1,
+                do_sample=False,
+                max_new_tokens=tokens,
+                min_new_tokens=tokens,
+                streamer=streamer,
+            )
         runs.append(_timed_stream([start, *streamer.times[1:]]))  # put() #0 is the decoder start token
     batch = tokenizer(BATCH_SENTENCES, return_tensors="pt", padding=True)
     start = time.perf_counter()
@@ -225,20 +264,28 @@ def ct2_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
 
     model_dir = OUT / "ct2-opus-mt-zh-en-random"
     if not (model_dir / "model.bin").is_file():
-        ctranslate2.converters.TransformersConverter(str(opus_mt_checkpoint())).convert(str(model_dir), force=True)
+        ctranslate2.converters.TransformersConverter(str(opus_mt_checkpoint())).convert(
+            str(model_dir), force=True
+        )
     tokenizer = MarianTokenizer.from_pretrained(str(opus_mt_checkpoint()))
 
     def pieces(text: str) -> list[str]:
         return tokenizer.convert_ids_to_tokens(tokenizer(text).input_ids)
 
-    translator = ctranslate2.Translator(str(model_dir), device="cpu", compute_type=config["compute_type"],
-                                        intra_threads=config["threads"], inter_threads=1)
+    translator = ctranslate2.Translator(
+        str(model_dir),
+        device="cpu",
+        compute_type=config["compute_type"],
+        intra_threads=config["threads"],
+        inter_threads=1,
+    )
     source = pieces(TTFT_SENTENCE)
     runs = []
     for _ in range(config["repeats"] + 1):
         stamps = [time.perf_counter()]
-        for _step in translator.generate_tokens(source, max_decoding_length=tokens, min_decoding_length=tokens,
-                                                sampling_topk=1):
+        for _step in translator.generate_tokens(
+            source, max_decoding_length=tokens, min_decoding_length=tokens, sampling_topk=1
+        ):
             stamps.append(time.perf_counter())
         runs.append(_timed_stream(stamps))
     batch = [pieces(text) for text in BATCH_SENTENCES]
@@ -258,7 +305,16 @@ WORKERS = {"liuyi": liuyi_worker, "ort": ort_bare_worker, "hf": hf_worker, "ct2"
 
 
 def run_worker(name: str, config: dict[str, Any], tokens: int) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--worker", name, "--config", json.dumps(config), "--tokens", str(tokens)]
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        name,
+        "--config",
+        json.dumps(config),
+        "--tokens",
+        str(tokens),
+    ]
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         raise RuntimeError(f"{name} {config} failed:\n{completed.stderr[-3000:]}")
@@ -279,13 +335,28 @@ def orchestrate(args: argparse.Namespace) -> int:
         return result
 
     concurrency = [1, 4, 8, 16, 32]
-    liuyi = {t: measure(f"liuyi int8, {t} thread(s)", "liuyi", int8=True, threads=t, concurrency=concurrency,
-                        agreement_with="fp32") for t in threads}
-    liuyi_fp32 = measure("liuyi fp32, 2 threads", "liuyi", int8=False, threads=2, concurrency=[16],
-                         agreement_with="int8")
-    ort = {t: measure(f"bare onnxruntime loop int8, {t} thread(s)", "ort", int8=True, threads=t) for t in threads}
-    ct2 = {(ct, t): measure(f"CTranslate2 {ct}, {t} thread(s)", "ct2", compute_type=ct, threads=t)
-           for ct in ("int8", "float32") for t in threads}
+    liuyi = {
+        t: measure(
+            f"liuyi int8, {t} thread(s)",
+            "liuyi",
+            int8=True,
+            threads=t,
+            concurrency=concurrency,
+            agreement_with="fp32",
+        )
+        for t in threads
+    }
+    liuyi_fp32 = measure(
+        "liuyi fp32, 2 threads", "liuyi", int8=False, threads=2, concurrency=[16], agreement_with="int8"
+    )
+    ort = {
+        t: measure(f"bare onnxruntime loop int8, {t} thread(s)", "ort", int8=True, threads=t) for t in threads
+    }
+    ct2 = {
+        (ct, t): measure(f"CTranslate2 {ct}, {t} thread(s)", "ct2", compute_type=ct, threads=t)
+        for ct in ("int8", "float32")
+        for t in threads
+    }
     hf = {t: measure(f"transformers PyTorch fp32, {t} thread(s)", "hf", threads=t) for t in threads}
 
     best_t = min(threads, key=lambda t: liuyi[t]["batch1"]["ms_per_token"])
@@ -295,37 +366,63 @@ def orchestrate(args: argparse.Namespace) -> int:
     hf_best = max((hf[t] for t in threads), key=lambda r: r["batch1"]["tokens_per_s"])
     agreement = _agreement(ours["ids"], liuyi_fp32["ids"])
 
-    lines = ["| engine | TTFT ms | ms/token | tokens/s (batch 1) | batch-16 tokens/s | peak RSS MB |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| engine | TTFT ms | ms/token | tokens/s (batch 1) | batch-16 tokens/s | peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for label, result in rows:
         b1 = result["batch1"]
-        batch16 = result.get("batch16_tokens_per_s") or result.get("concurrency", {}).get("16", {}).get("tokens_per_s")
-        lines.append(f"| {label} | {b1['ttft_ms']:.1f} | {b1['ms_per_token']:.2f} | {b1['tokens_per_s']:.0f} | "
-                     f"{f'{batch16:.0f}' if batch16 else '—'} | {result['peak_rss_mb']:.0f} |")
-    lines += ["", f"liuyi int8 concurrent streams ({best_t} thread(s)): | streams | tokens/s | ms/token per stream |",
-              "|---:|---:|---:|"]
+        batch16 = result.get("batch16_tokens_per_s") or result.get("concurrency", {}).get("16", {}).get(
+            "tokens_per_s"
+        )
+        lines.append(
+            f"| {label} | {b1['ttft_ms']:.1f} | {b1['ms_per_token']:.2f} | {b1['tokens_per_s']:.0f} | "
+            f"{f'{batch16:.0f}' if batch16 else '—'} | {result['peak_rss_mb']:.0f} |"
+        )
+    lines += [
+        "",
+        f"liuyi int8 concurrent streams ({best_t} thread(s)): | streams | tokens/s | ms/token per stream |",
+        "|---:|---:|---:|",
+    ]
     for streams, values in ours["concurrency"].items():
-        lines.append(f"| {streams} | {values['tokens_per_s']:.0f} | {values['ms_per_token_per_stream']:.2f} |")
+        lines.append(
+            f"| {streams} | {values['tokens_per_s']:.0f} | {values['ms_per_token_per_stream']:.2f} |"
+        )
     single = ours["concurrency"]["1"]["tokens_per_s"]
     ratios = [
-        ("liuyi / bare ORT loop, ms/token (target <= 1.15)",
-         ours["batch1"]["ms_per_token"] / ort[best_t]["batch1"]["ms_per_token"]),
-        ("liuyi / CTranslate2 int8, batch-1 tokens/s (target >= 2.0)",
-         ours["batch1"]["tokens_per_s"] / ct2_int8["batch1"]["tokens_per_s"]),
-        ("liuyi / transformers, batch-1 tokens/s (target >= 5)",
-         ours["batch1"]["tokens_per_s"] / hf_best["batch1"]["tokens_per_s"]),
+        (
+            "liuyi / bare ORT loop, ms/token (target <= 1.15)",
+            ours["batch1"]["ms_per_token"] / ort[best_t]["batch1"]["ms_per_token"],
+        ),
+        (
+            "liuyi / CTranslate2 int8, batch-1 tokens/s (target >= 2.0)",
+            ours["batch1"]["tokens_per_s"] / ct2_int8["batch1"]["tokens_per_s"],
+        ),
+        (
+            "liuyi / transformers, batch-1 tokens/s (target >= 5)",
+            ours["batch1"]["tokens_per_s"] / hf_best["batch1"]["tokens_per_s"],
+        ),
         ("liuyi TTFT ms, 24-token source (target <= 10)", ours["batch1"]["ttft_ms"]),
-        ("liuyi 16 streams / 1 stream, tokens/s (target >= 4)", ours["concurrency"]["16"]["tokens_per_s"] / single),
-        ("liuyi 16 streams / CTranslate2 int8 batch of 16 (target >= 2.0)",
-         ours["concurrency"]["16"]["tokens_per_s"] / ct2_batch),
+        (
+            "liuyi 16 streams / 1 stream, tokens/s (target >= 4)",
+            ours["concurrency"]["16"]["tokens_per_s"] / single,
+        ),
+        (
+            "liuyi 16 streams / CTranslate2 int8 batch of 16 (target >= 2.0)",
+            ours["concurrency"]["16"]["tokens_per_s"] / ct2_batch,
+        ),
         ("int8 vs fp32 token agreement (16 sentences, %)", agreement),
     ]
     lines += ["", "| ratio | value |", "|---|---:|"] + [f"| {name} | {value:.2f} |" for name, value in ratios]
     report = "\n".join(lines)
     print(report)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(f"`python bench/engine.py --tokens {args.tokens}{' --quick' if args.quick else ''}`\n\n"
-                        + report + "\n", encoding="utf-8")
+    args.out.write_text(
+        f"`python bench/engine.py --tokens {args.tokens}{' --quick' if args.quick else ''}`\n\n"
+        + report
+        + "\n",
+        encoding="utf-8",
+    )
     return 0
 
 

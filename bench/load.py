@@ -33,7 +33,9 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
-SENTENCES = [record["text"] for record in json.loads((ROOT / "tests" / "data" / "cn2en_golden.json").read_text())]
+SENTENCES = [
+    record["text"] for record in json.loads((ROOT / "tests" / "data" / "cn2en_golden.json").read_text())
+]
 
 
 @dataclass
@@ -120,13 +122,21 @@ async def run_load(url: str, users: int, duration: float, stream: bool, seed: in
 
 def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str]:
     port = args.port
-    env = {**os.environ, "LIUYI_PORT": str(port), "LIUYI_HOST": "127.0.0.1", "LIUYI_LOG_LEVEL": "warning",
-           "LIUYI_CACHE_SIZE": "1024" if args.cache else "0", "LIUYI_MAX_QUEUED": "256",
-           "LIUYI_THREADS": str(args.threads), "LIUYI_MAX_CONCURRENT_STREAMS": str(args.batch)}
+    env = {
+        **os.environ,
+        "LIUYI_PORT": str(port),
+        "LIUYI_HOST": "127.0.0.1",
+        "LIUYI_LOG_LEVEL": "warning",
+        "LIUYI_CACHE_SIZE": "1024" if args.cache else "0",
+        "LIUYI_MAX_QUEUED": "256",
+        "LIUYI_THREADS": str(args.threads),
+        "LIUYI_MAX_CONCURRENT_STREAMS": str(args.batch),
+    }
     if args.model:
         env["LIUYI_MODELS"] = str(args.model)
-    process = subprocess.Popen([sys.executable, "-m", "server", "serve"], env=env, cwd=ROOT,
-                               stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server", "serve"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
@@ -172,8 +182,10 @@ def main() -> int:
     try:
         model = httpx.get(f"{url}/v1/models").json()["data"][0]["id"]
         asyncio.run(run_load(url, args.users, 2.0, stream=False))  # warm-up, not reported
-        results = {mode: asyncio.run(run_load(url, args.users, duration, stream=(mode == "stream")))
-                   for mode in ("json", "stream")}
+        results = {
+            mode: asyncio.run(run_load(url, args.users, duration, stream=(mode == "stream")))
+            for mode in ("json", "stream")
+        }
         sweep = {}
         for level in [int(x) for x in args.sweep.split(",") if x]:
             sweep[level] = asyncio.run(run_load(url, level, max(3.0, duration / 2), stream=True)).summary()
@@ -190,22 +202,39 @@ def main() -> int:
     return 0
 
 
-def render(args: argparse.Namespace, model: str, results: dict[str, Samples], sweep: dict[int, dict[str, float]],
-           rss: float) -> str:
+def render(
+    args: argparse.Namespace,
+    model: str,
+    results: dict[str, Samples],
+    sweep: dict[int, dict[str, float]],
+    rss: float,
+) -> str:
     command = "python bench/load.py " + " ".join(sys.argv[1:])
-    lines = [f"`{command.strip()}` — model `{model}`, {args.users} users, cache {'on' if args.cache else 'off'}",
-             "", "| mode | requests | QPS | avg ms | P50 ms | P95 ms | P99 ms | TTFT P50 ms | TTFT P95 ms | errors % |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    cache = "on" if args.cache else "off"
+    lines = [
+        f"`{command.strip()}` — model `{model}`, {args.users} users, cache {cache}",
+        "",
+        "| mode | requests | QPS | avg ms | P50 ms | P95 ms | P99 ms | TTFT P50 ms | TTFT P95 ms | err % |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for mode, samples in results.items():
         s = samples.summary()
-        lines.append(f"| {mode} | {s['requests']:.0f} | {s['qps']:.0f} | {s['avg_ms']:.1f} | {s['p50_ms']:.1f} | "
-                     f"{s['p95_ms']:.1f} | {s['p99_ms']:.1f} | {s.get('ttft_p50_ms', float('nan')):.1f} | "
-                     f"{s.get('ttft_p95_ms', float('nan')):.1f} | {s['error_rate_%']:.2f} |")
+        lines.append(
+            f"| {mode} | {s['requests']:.0f} | {s['qps']:.0f} | {s['avg_ms']:.1f} | {s['p50_ms']:.1f} | "
+            f"{s['p95_ms']:.1f} | {s['p99_ms']:.1f} | {s.get('ttft_p50_ms', float('nan')):.1f} | "
+            f"{s.get('ttft_p95_ms', float('nan')):.1f} | {s['error_rate_%']:.2f} |"
+        )
     if sweep:
-        lines += ["", "| users (streaming) | QPS | P95 ms | TTFT P95 ms | errors % |", "|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            "| users (streaming) | QPS | P95 ms | TTFT P95 ms | errors % |",
+            "|---:|---:|---:|---:|---:|",
+        ]
         for level, s in sweep.items():
-            lines.append(f"| {level} | {s['qps']:.0f} | {s['p95_ms']:.1f} | {s.get('ttft_p95_ms', float('nan')):.1f} | "
-                         f"{s['error_rate_%']:.2f} |")
+            lines.append(
+                f"| {level} | {s['qps']:.0f} | {s['p95_ms']:.1f} | "
+                f"{s.get('ttft_p95_ms', float('nan')):.1f} | {s['error_rate_%']:.2f} |"
+            )
     if rss == rss:  # not NaN
         lines += ["", f"server peak RSS: {rss:.0f} MB"]
     return "\n".join(lines) + "\n"

@@ -35,6 +35,13 @@ class Seq2SeqGraphs:
         _check_names(bundle_dir, manifest, self.encoder, self.decoder)
         self._state_dims = {item.name: list(item.shape) for item in self.decoder.get_inputs()}
         self._encoder_feeds_mask = manifest.encoder.attention_mask is not None
+        # Several sources can share one encoder call only if the graph masks padding and every output
+        # says where its batch and source axes are.
+        layouts = {t.name: t for t in manifest.decoder.source_tensors}
+        self._batched_encoder = self._encoder_feeds_mask and all(
+            name in layouts and layouts[name].source_axis is not None for name in manifest.encoder.outputs
+        )
+        self._layouts = layouts
 
     def encode(self, source_ids: list[int]) -> EncodedSource:
         """Run the encoder on one sentence (eos included)."""
@@ -48,6 +55,37 @@ class Seq2SeqGraphs:
         except Exception as exc:  # onnxruntime errors are untyped
             raise InferenceError(f"encoder failed: {str(exc).strip().splitlines()[0]}") from None
         return EncodedSource(outputs=dict(zip(names, arrays, strict=True)), length=len(source_ids))
+
+    def encode_many(self, sources: list[list[int]]) -> list[EncodedSource]:
+        """Encode several sentences in one call (right-padded, masked) when the graph allows it:
+        requests admitted at the same step boundary then pay for one encoder pass, not one each."""
+        if len(sources) < 2 or not self._batched_encoder:
+            return [self.encode(ids) for ids in sources]
+        width = max(len(ids) for ids in sources)
+        pad = self.manifest.tokens.pad if self.manifest.tokens.pad is not None else 0
+        ids = np.full((len(sources), width), pad, dtype=np.int64)
+        mask = np.zeros((len(sources), width), dtype=np.int64)
+        for row, source in enumerate(sources):
+            ids[row, : len(source)] = source
+            mask[row, : len(source)] = 1
+        assert self.manifest.encoder.attention_mask is not None
+        feeds = {self.manifest.encoder.input_ids: ids, self.manifest.encoder.attention_mask: mask}
+        names = list(self.manifest.encoder.outputs)
+        try:
+            arrays = self.encoder.run(names, feeds)
+        except Exception as exc:
+            raise InferenceError(f"encoder failed: {str(exc).strip().splitlines()[0]}") from None
+        encoded = []
+        for row, source in enumerate(sources):
+            outputs = {}
+            for name, array in zip(names, arrays, strict=True):
+                layout = self._layouts[name]
+                index: list[slice | int] = [slice(None)] * array.ndim
+                index[layout.batch_axis] = slice(row, row + 1)
+                index[layout.source_axis] = slice(0, len(source))  # type: ignore[index]
+                outputs[name] = np.ascontiguousarray(array[tuple(index)])
+            encoded.append(EncodedSource(outputs=outputs, length=len(source)))
+        return encoded
 
     def empty_state(self, input_name: str, batch_axis: int, time_axis: int, time: int) -> np.ndarray:
         """A state tensor for one sequence holding ``time`` padded (masked) positions."""

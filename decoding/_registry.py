@@ -43,8 +43,9 @@ class ModelRegistry:
         if src == "auto":
             detection = detect_language(text)
             if detection.confidence == 0 and self._by_direction:  # no letters at all (emoji, digits)
-                fallback = next((b for b in self._by_direction.values() if tgt in (None, b.manifest.target_lang)),
-                                None)
+                fallback = next(
+                    (b for b in self._by_direction.values() if tgt in (None, b.manifest.target_lang)), None
+                )
                 if fallback is not None:
                     return fallback
             src = detection.language

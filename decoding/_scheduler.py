@@ -131,9 +131,10 @@ class BatchScheduler:
             while self._pending and len(self._batch.rows) + len(admitted) < self.max_batch_size:
                 admitted.append(self._pending.popleft())
             self._joining = len(admitted)
+        now = time.perf_counter()
         for entry in admitted:
-            entry.translation.timings.queue_ms = (time.perf_counter() - entry.submitted) * 1000
-            self._join(entry)
+            entry.translation.timings.queue_ms = (now - entry.submitted) * 1000
+        self._join(admitted)
         with self._lock:
             self._joining = 0
         self._drop_cancelled()
@@ -150,25 +151,35 @@ class BatchScheduler:
             row.tag.translation.cancel()
             row.tag.emit(exc)
 
-    def _join(self, entry: _Entry) -> None:
-        """Open the entry's next segment and add it to the batch, or finish the translation."""
-        translation = entry.translation
-        opened = translation.open_segment()
-        if opened is None:
-            assert translation.result is not None
-            entry.emit(translation.result)
+    def _join(self, entries: list[_Entry]) -> None:
+        """Open each entry's next segment and add it to the batch (one encoder call for all of them),
+        or finish translations that have no segment left."""
+        opening = []
+        for entry in entries:
+            translation = entry.translation
+            opened = translation.open_segment()
+            if opened is None:
+                assert translation.result is not None
+                entry.emit(translation.result)
+                continue
+            planned, sequence, events = opened
+            for event in events:
+                entry.emit(event)
+            opening.append((entry, planned, sequence))
+        if not opening:
             return
-        planned, sequence, events = opened
-        for event in events:
-            entry.emit(event)
         started = time.perf_counter()
         try:
-            encoded = self.bundle.graphs.encode(planned.encoding.ids)
+            encoded = self.bundle.graphs.encode_many([planned.encoding.ids for _, planned, _ in opening])
         except DecodingError as exc:
-            entry.emit(exc)
+            for entry, _, _ in opening:
+                entry.translation.cancel()
+                entry.emit(exc)
             return
-        translation.record_encode((time.perf_counter() - started) * 1000)
-        self._batch.add(encoded, sequence, tag=entry)
+        share = (time.perf_counter() - started) * 1000 / len(opening)
+        for (entry, _, sequence), source in zip(opening, encoded, strict=True):
+            entry.translation.record_encode(share)
+            self._batch.add(source, sequence, tag=entry)
 
     def _drop_cancelled(self) -> None:
         cancelled = [row for row in self._batch.rows if row.tag.translation.cancelled]
@@ -177,11 +188,12 @@ class BatchScheduler:
         self._batch.remove(cancelled)
         for row in cancelled:
             self._close_segment(row.tag)
+        self._join([row.tag for row in cancelled])  # a cancelled translation opens nothing: it finishes
 
     def _close_segment(self, entry: _Entry) -> None:
+        """Report a finished (or cancelled) segment; the caller re-joins the entry for what follows."""
         for event in entry.translation.close_segment():
             entry.emit(event)
-        self._join(entry)  # next segment, or the result
 
     def _step(self) -> None:
         started = time.perf_counter()
@@ -192,9 +204,12 @@ class BatchScheduler:
             return
         self.steps += 1
         elapsed = (time.perf_counter() - started) * 1000
+        rejoining: list[_Entry] = []
         for row, token in chosen:
             entry: _Entry = row.tag
             for event in entry.translation.on_token(token, elapsed):
                 entry.emit(event)
             if row.sequence.finished:
                 self._close_segment(entry)
+                rejoining.append(entry)
+        self._join(rejoining)  # next segments share one encoder call; finished translations report
