@@ -15,7 +15,10 @@ are mapped to :class:`ApiError` by :func:`to_api_error`, and each API flavour re
     ├── UnsupportedMediaType     415     unsupported_media_type
     ├── Overloaded               503     overloaded, shutting_down   (+ Retry-After; 429 on compat APIs)
     ├── RequestTimeout           504     request_timeout
-    └── InternalError            500     internal_error, inference_failed, model_unavailable
+    └── InternalError            500     internal_error, inference_failed, bundle_* (a broken model)
+
+(``http_error`` carries the status of any other HTTP exception Starlette raises. The engine's own
+``engine_overloaded`` never reaches a client: it becomes ``overloaded``.)
 
 Before a stream's first byte an error is an HTTP status with a JSON body; after it, the same error
 is the stream's final ``error`` event (the status is already 200).
