@@ -96,7 +96,7 @@ def create_app(settings: Settings | None = None, *, bundles: Sequence[Bundle] | 
     if STATIC_DIR.is_dir():
         routes += [
             Route("/", _index, methods=["GET"]),
-            Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
+            Mount("/static", app=_RevalidatedStaticFiles(directory=STATIC_DIR), name="static"),
         ]
     middleware = [Middleware(AccessLogMiddleware, routes=routes)]
     if settings.cors_origins:
@@ -127,6 +127,16 @@ def _compat_routes() -> list[BaseRoute]:
     from ._compat import ROUTES
 
     return list(ROUTES)
+
+
+class _RevalidatedStaticFiles(StaticFiles):
+    """Static files that browsers must revalidate (ETag / Last-Modified make that cheap), so a
+    server upgrade never pairs a new index.html with a cached old app.js."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
 
 
 async def _index(request: Request) -> Response:

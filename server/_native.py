@@ -155,7 +155,7 @@ async def models(request: Request) -> Response:
                 "quantization": m.quantization,
                 "license": m.license,
                 "attribution": m.attribution,
-                "max_input_chars": bundle.max_input_chars,
+                "max_input_chars": min(bundle.max_input_chars, settings.max_input_chars),
                 "max_new_tokens": m.limits.max_target_tokens,
             }
         )

@@ -187,3 +187,20 @@ async def test_cors_is_off_by_default_and_configurable(
     assert preflight.status_code == 200
     assert preflight.headers["access-control-allow-origin"] == "https://chat.example"
     assert "authorization" in preflight.headers["access-control-allow-headers"].lower()
+
+
+async def test_models_report_the_servers_own_input_limit(default_bundle: Bundle) -> None:
+    async with asgi_client(Settings(max_input_chars=20), [default_bundle]) as client:
+        model = (await client.get("/v1/models")).json()["data"][0]
+        too_long = await client.post("/v1/translate", json={"text": "好" * 21})
+    assert model["max_input_chars"] == 20
+    assert too_long.status_code == 413 and too_long.json()["error"]["limit"] == 20
+
+
+async def test_the_page_and_its_modules_are_served_for_revalidation(client: httpx.AsyncClient) -> None:
+    page = await client.get("/")
+    module = await client.get("/static/liuyi.js")
+    assert page.status_code == module.status_code == 200
+    assert "text/html" in page.headers["content-type"] and "javascript" in module.headers["content-type"]
+    assert page.headers["cache-control"] == module.headers["cache-control"] == "no-cache"
+    assert page.headers["x-request-id"]
