@@ -20,7 +20,7 @@ class Settings:
     host: str = "127.0.0.1"  # loopback by default: exposing the server is a deliberate choice
     port: int = 8000
     workers: int = 1  # processes; each loads the models (~40 MB for the default model)
-    threads: int = 1  # ONNX Runtime threads per decoder call (the batch already keeps cores busy)
+    threads: int = 0  # ONNX Runtime threads per decoder call; 0 = the CPU's cores / workers
     max_input_chars: int = 5000  # longer texts get 413 text_too_long before any work
     max_body_bytes: int = 256 * 1024  # request bodies above this get 413 before JSON parsing
     max_concurrent_streams: int = 16  # sequences decoded together per model (the batch size)
@@ -39,6 +39,11 @@ class Settings:
     @property
     def auth_required(self) -> bool:
         return bool(self.api_keys)
+
+    @property
+    def inference_threads(self) -> int:
+        """``threads``, or the cores shared out between the worker processes."""
+        return self.threads or max(1, (os.cpu_count() or 1) // self.workers)
 
 
 # name -> (environment variable, parser)
@@ -89,11 +94,11 @@ def _scalar_parser(kind: object) -> Any:
 
 
 def _check(settings: Settings) -> None:
-    positive = ("port", "workers", "threads", "max_input_chars", "max_body_bytes", "max_concurrent_streams")
+    positive = ("port", "workers", "max_input_chars", "max_body_bytes", "max_concurrent_streams")
     for name in positive:
         if getattr(settings, name) < 1:
             raise ValueError(f"{name} must be at least 1")
-    for name in ("max_queued", "cache_size", "cache_ttl", "retry_after"):
+    for name in ("threads", "max_queued", "cache_size", "cache_ttl", "retry_after"):
         if getattr(settings, name) < 0:
             raise ValueError(f"{name} must not be negative")
     for name in ("request_timeout", "heartbeat_interval"):
