@@ -1,17 +1,23 @@
 """Several target sequences stepped together: one decoder call per step for the whole batch.
 
-Sequences join and leave at step boundaries, so the batch tensors are rebuilt only then:
+Every per-sequence tensor lives in a *slot* of a host buffer that has room for more sequences and
+longer sequences than are running now; a batch of B sequences is the first B slots. Nothing is
+copied per step:
 
-* **state that grows** (a KV cache, ``time_axis`` set) is *left*-padded: a sequence that joins late
-  gets zero-filled past positions, masked out through ``self_attention_mask``. When the oldest
-  sequences leave, columns that are padding for every remaining row are trimmed away.
-* **source tensors** (cross-attention keys/values) are *right*-padded to the longest source in the
-  batch, masked through ``source_attention_mask``, and trimmed when the longest source leaves.
-* **fixed-size state** (an RNN hidden state) is just stacked along its batch axis.
+* **key/value caches** (manifest ``in_place`` states) are bound to ONNX Runtime as both input and
+  output. The graph writes the step's entry at each row's ``position_ids`` and masks everything after
+  it, so rows of different lengths share one buffer without padding bookkeeping, and stale values
+  left in a slot by an earlier sequence are never read.
+* **source tensors** (cross-attention keys/values) are written once when a sequence joins; the
+  ``source_attention_mask`` hides the unused end of each slot.
+* **fixed-size state** (an RNN hidden state) is fed back: the step's output is written into the slot.
+* the **input tokens and positions** are small buffers updated in place between steps.
 
-Every row carries its own position, so a row's math is exactly what it would be alone: greedy
-outputs are token-identical whatever else shares the batch (the batching tests check this).
-The manifest says which axis is which; this code never looks at the model family.
+Buffers are bound once (an ``IOBinding``) and re-bound only when the batch's shape changes. A
+sequence that leaves gives its slot to the last one (one row copied, not the batch); capacities
+grow when exceeded. Each row's math is exactly what it would be alone, so greedy outputs are
+token-identical whatever else shares the batch (the batching tests check this). The manifest says
+which tensor is which; this code never looks at the model family.
 """
 
 from __future__ import annotations
@@ -20,9 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import onnxruntime
 
 from ._graphs import EncodedSource, Seq2SeqGraphs
 from ._greedy import GreedySequence
+from ._manifest import SourceTensor, StateTensor
+
+_MIN_ROWS, _MIN_TIME, _MIN_SOURCE = 4, 16, 32  # first capacities
 
 
 @dataclass(eq=False)
@@ -38,101 +48,69 @@ class Row:
 class DecodeBatch:
     def __init__(self, graphs: Seq2SeqGraphs) -> None:
         self._graphs = graphs
-        self._spec = graphs.manifest.decoder
+        spec = graphs.manifest.decoder
+        self._spec = spec
         self._decoder_start = graphs.manifest.tokens.decoder_start
-        self._grows = any(s.time_axis is not None for s in self._spec.state)
+        self._caches = [s for s in spec.state if s.in_place]
+        self._carried = [s for s in spec.state if not s.in_place]
         self.rows: list[Row] = []
-        self._reset()
-
-    def _reset(self) -> None:
-        self._tokens = np.zeros((0, 1), dtype=np.int64)  # (B, 1) token fed at the next step
-        self._positions = np.zeros((0, 1), dtype=np.int64)  # (B, 1) its position in the target
-        self._past_mask = np.zeros((0, 0), dtype=np.int64)  # (B, T) 1 = real cached position
-        self._source_mask = np.zeros((0, 0), dtype=np.int64)  # (B, S) 1 = real source token
-        self._sources: dict[str, np.ndarray] = {}
-        self._states: dict[str, np.ndarray] = {}
+        self._rows_capacity = self._time_capacity = self._source_capacity = 0
+        self._buffers: dict[str, np.ndarray] = {}
+        self._batch_axis: dict[str, int] = {}  # buffer name -> its batch axis
+        self._binding: _Binding | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
 
     @property
-    def past_length(self) -> int:
-        """T: cached positions per row, padding included."""
-        return int(self._past_mask.shape[1])
+    def capacity(self) -> tuple[int, int, int]:
+        """(rows, cache positions, source positions) the buffers have room for."""
+        return self._rows_capacity, self._time_capacity, self._source_capacity
 
     @property
     def needs_logits(self) -> bool:
         return any(row.sequence.needs_logits for row in self.rows)
 
+    # -- joining and leaving -------------------------------------------------------------------------
+
     def add(self, encoded: EncodedSource, sequence: GreedySequence, tag: Any = None) -> Row:
         """Join a sequence (its encoder already ran); it takes its first step with the others."""
-        time = self.past_length
-        width = max(self._source_mask.shape[1], encoded.length)
-        states = {}
-        for s in self._spec.state:
-            if s.initial == "empty":
-                states[s.input] = self._graphs.empty_state(s.input, s.batch_axis, s.time_axis or 0, time)
-            else:
-                states[s.input] = encoded.outputs[s.initial.partition(":")[2]]
-        sources = {
-            t.name: _pad_to(encoded.outputs[t.name], t.source_axis, width) for t in self._spec.source_tensors
-        }
-        source_mask = np.zeros((1, width), dtype=np.int64)
-        source_mask[0, : encoded.length] = 1
-        if self.rows:
-            for t in self._spec.source_tensors:
-                self._sources[t.name] = _pad_to(self._sources[t.name], t.source_axis, width)
-        self._source_mask = _pad_to(self._source_mask, 1, width)
-        self._sources = {
-            t.name: _stack(self._sources.get(t.name), sources[t.name], t.batch_axis)
-            for t in self._spec.source_tensors
-        }
-        self._states = {
-            s.input: _stack(self._states.get(s.input), states[s.input], s.batch_axis)
-            for s in self._spec.state
-        }
-        self._source_mask = np.concatenate([self._source_mask, source_mask])
-        self._past_mask = np.concatenate([self._past_mask, np.zeros((1, time), dtype=np.int64)])
-        self._tokens = np.concatenate([self._tokens, [[self._decoder_start]]])
-        self._positions = np.concatenate([self._positions, [[0]]])
+        slot = len(self.rows)
+        self._reserve(rows=slot + 1, source=encoded.length)
+        b = self._buffers
+        b["input_ids"][slot] = self._decoder_start
+        b["position_ids"][slot] = 0
+        if self._spec.source_attention_mask:
+            b["source_mask"][slot] = 0
+            b["source_mask"][slot, : encoded.length] = 1
+        for t in self._spec.source_tensors:
+            _slot_view(b[t.name], t.batch_axis, slot, t.source_axis, encoded.length)[...] = encoded.outputs[
+                t.name
+            ]
+        for s in self._carried:
+            initial = encoded.outputs[s.initial.partition(":")[2]]
+            _slot_view(b[s.input], s.batch_axis, slot)[...] = initial
         row = Row(sequence=sequence, source_length=encoded.length, tag=tag)
         self.rows.append(row)
+        self._binding = None
         return row
 
     def remove(self, rows: list[Row]) -> None:
-        """Drop rows (finished or cancelled) and trim padding nobody needs any more."""
+        """Drop rows (finished or cancelled): the last row moves into each freed slot."""
         gone = {id(row) for row in rows}
-        keep = [i for i, row in enumerate(self.rows) if id(row) not in gone]
-        if len(keep) == len(self.rows):
-            return
-        self.rows = [self.rows[i] for i in keep]
-        if not self.rows:
-            self._reset()
-            return
-        self._tokens, self._positions = self._tokens[keep], self._positions[keep]
-        self._past_mask, self._source_mask = self._past_mask[keep], self._source_mask[keep]
-        self._states = {
-            s.input: np.take(self._states[s.input], keep, axis=s.batch_axis) for s in self._spec.state
-        }
-        self._sources = {
-            t.name: np.take(self._sources[t.name], keep, axis=t.batch_axis) for t in self._spec.source_tensors
-        }
-        self._trim()
+        slots = sorted((i for i, row in enumerate(self.rows) if id(row) in gone), reverse=True)
+        for slot in slots:
+            last = len(self.rows) - 1
+            if slot != last:
+                for name, array in self._buffers.items():
+                    axis = self._batch_axis[name]
+                    _slot_view(array, axis, slot)[...] = _slot_view(array, axis, last)
+                self.rows[slot] = self.rows[last]
+            self.rows.pop()
+        if slots:
+            self._binding = None
 
-    def _trim(self) -> None:
-        real = self._past_mask.any(axis=0)
-        start = int(np.argmax(real)) if real.any() else real.shape[0]
-        if start:
-            self._past_mask = np.ascontiguousarray(self._past_mask[:, start:])
-            for s in self._spec.state:
-                if s.time_axis is not None:
-                    self._states[s.input] = _slice(self._states[s.input], s.time_axis, start, None)
-        width = max(row.source_length for row in self.rows)
-        if width < self._source_mask.shape[1]:
-            self._source_mask = np.ascontiguousarray(self._source_mask[:, :width])
-            for t in self._spec.source_tensors:
-                if t.source_axis is not None:
-                    self._sources[t.name] = _slice(self._sources[t.name], t.source_axis, 0, width)
+    # -- stepping ------------------------------------------------------------------------------------
 
     def step(self) -> list[tuple[Row, int]]:
         """One decoder call for every row; each row picks its token. Finished rows leave the batch.
@@ -142,49 +120,185 @@ class DecodeBatch:
         """
         if not self.rows:
             return []
-        spec = self._spec
         batch = len(self.rows)
-        ones = np.ones((batch, 1), dtype=np.int64)
-        feeds: dict[str, np.ndarray] = {spec.input_ids: self._tokens, **self._sources, **self._states}
-        if spec.position_ids:
-            feeds[spec.position_ids] = self._positions
-        if spec.self_attention_mask:
-            feeds[spec.self_attention_mask] = np.concatenate([self._past_mask, ones], axis=1)
-        if spec.source_attention_mask:
-            feeds[spec.source_attention_mask] = self._source_mask
+        furthest = int(self._buffers["position_ids"][:batch].max())
+        if self._caches and furthest >= self._time_capacity:
+            self._reserve(time=furthest + 1)  # before taking any view: this reallocates the buffers
+        positions = self._buffers["position_ids"][:batch]
         want_logits = self.needs_logits
-        names = [spec.top_ids, *(s.output for s in spec.state)] + ([spec.logits] if want_logits else [])
-        outputs = self._graphs.step(feeds, names)
-        top_ids = outputs[0]
-        logits = outputs[-1] if want_logits else None
-        self._states = {s.input: out for s, out in zip(spec.state, outputs[1:], strict=False)}
-        if self._grows:
-            self._past_mask = np.concatenate([self._past_mask, ones], axis=1)
+        binding = self._binding
+        if binding is None or binding.with_logits != want_logits:
+            binding = self._binding = self._bind(batch, want_logits)
+        binding.refresh()
+        self._graphs.run_bound(binding.io)
+        top_ids = self._buffers["top_ids"][:batch]
+        logits = self._buffers["logits"][:batch] if want_logits else None
+        binding.store_carried(self._buffers)
+        tokens = self._buffers["input_ids"]
         chosen = []
         for i, row in enumerate(self.rows):
             token = row.sequence.choose(top_ids[i], None if logits is None else logits[i])
-            self._tokens[i, 0] = token
-            self._positions[i, 0] += 1
+            tokens[i, 0] = token
+            positions[i, 0] += 1
             row.steps += 1
             chosen.append((row, token))
         self.remove([row for row, _ in chosen if row.sequence.finished])
         return chosen
 
+    def _bind(self, batch: int, with_logits: bool) -> _Binding:
+        spec, b = self._spec, self._buffers
+        binding = _Binding(self._graphs.new_binding(), with_logits)
+        binding.input(spec.input_ids, b["input_ids"][:batch])
+        if spec.position_ids:
+            binding.input(spec.position_ids, b["position_ids"][:batch])
+        if spec.source_attention_mask:
+            binding.input(spec.source_attention_mask, b["source_mask"][:batch])
+        for t in spec.source_tensors:
+            binding.input(t.name, _rows_view(b[t.name], t.batch_axis, batch))
+        for s in self._caches:
+            binding.in_place(s.input, s.output, b[s.input][:batch])
+        for s in self._carried:
+            binding.carried(s, _rows_view(b[s.input], s.batch_axis, batch))
+        binding.output(spec.top_ids, b["top_ids"][:batch])
+        if with_logits:
+            if "logits" not in b or b["logits"].shape[0] < self._rows_capacity:
+                b["logits"] = np.zeros((self._rows_capacity, self._graphs.vocab_size), dtype=np.float32)
+                self._batch_axis["logits"] = 0
+            binding.output(spec.logits, b["logits"][:batch])
+        return binding
 
-def _stack(batch: np.ndarray | None, row: np.ndarray, axis: int) -> np.ndarray:
-    return row if batch is None else np.concatenate([batch, row], axis=axis)
+    # -- capacity ------------------------------------------------------------------------------------
+
+    def _reserve(self, *, rows: int = 0, time: int = 0, source: int = 0) -> None:
+        """Grow (never shrink) the buffers to hold ``rows`` sequences of the given lengths."""
+        new_rows = _grown(self._rows_capacity, rows, _MIN_ROWS)
+        new_time = _grown(self._time_capacity, time, _MIN_TIME) if self._caches else 0
+        new_source = _grown(self._source_capacity, source, _MIN_SOURCE)
+        if (new_rows, new_time, new_source) == self.capacity:
+            return
+        old = self._buffers
+        self._buffers, self._batch_axis = {}, {}
+        self._allocate("input_ids", (new_rows, 1), np.int64, 0)
+        self._allocate("position_ids", (new_rows, 1), np.int64, 0)
+        self._allocate("top_ids", (new_rows, 2), np.int64, 0)
+        self._allocate("source_mask", (new_rows, new_source), np.int64, 0)
+        for t in self._spec.source_tensors:
+            self._allocate_like(t.name, t, new_rows, {t.source_axis: new_source})
+        for s in self._caches:
+            self._allocate_like(s.input, s, new_rows, {s.time_axis: new_time})
+        for s in self._carried:
+            self._allocate_like(s.input, s, new_rows, {})
+        for name, array in old.items():  # keep what the running sequences have
+            if name in self._buffers:
+                _copy_overlap(array, self._buffers[name])
+        self._rows_capacity, self._time_capacity, self._source_capacity = new_rows, new_time, new_source
+        self._binding = None
+
+    def _allocate(self, name: str, shape: tuple[int, ...], dtype: Any, batch_axis: int) -> None:
+        # zeros, not empty: masked positions are multiplied by 0, which only gives 0 if they are finite
+        self._buffers[name] = np.zeros(shape, dtype=dtype)
+        self._batch_axis[name] = batch_axis
+
+    def _allocate_like(
+        self, name: str, layout: SourceTensor | StateTensor, rows: int, sizes: dict[int | None, int]
+    ) -> None:
+        """A buffer for decoder input ``name``: fixed sizes from the graph, the rest from ``sizes``."""
+        dims = self._graphs.input_dims(name)
+        shape = []
+        for axis, dim in enumerate(dims):
+            if axis == layout.batch_axis:
+                shape.append(rows)
+            elif axis in sizes:
+                shape.append(sizes[axis])
+            else:
+                assert isinstance(dim, int), f"{name}: axis {axis} has no fixed size"
+                shape.append(dim)
+        self._allocate(name, tuple(shape), np.float32, layout.batch_axis)
 
 
-def _pad_to(array: np.ndarray, axis: int | None, width: int) -> np.ndarray:
-    """Right-pad ``array`` with zeros along ``axis`` to ``width``."""
-    if axis is None or array.shape[axis] >= width:
-        return array
-    pad = [(0, 0)] * array.ndim
-    pad[axis] = (0, width - array.shape[axis])
-    return np.pad(array, pad)
+class _Binding:
+    """An IOBinding over the batch's buffers, kept across steps while the batch's shape is unchanged."""
+
+    def __init__(self, io: onnxruntime.IOBinding, with_logits: bool) -> None:
+        self.io = io
+        self.with_logits = with_logits
+        self._keep: list[Any] = []  # numpy views the bound OrtValues point into must stay alive
+        self._copied: list[tuple[str, np.ndarray]] = []  # inputs that had to be copied: rebind per step
+        self._carried: list[tuple[StateTensor, int]] = []  # fed-back states: (spec, output index)
+        self._outputs = 0
+
+    def _value(self, array: np.ndarray) -> onnxruntime.OrtValue:
+        self._keep.append(array)
+        return onnxruntime.OrtValue.ortvalue_from_numpy(array)
+
+    def input(self, name: str, view: np.ndarray) -> None:
+        if view.flags.c_contiguous:
+            self.io.bind_ortvalue_input(name, self._value(view))
+        else:  # e.g. a batch slice along a non-leading axis: copied each step instead
+            self._copied.append((name, view))
+
+    def in_place(self, input_name: str, output_name: str, view: np.ndarray) -> None:
+        value = self._value(view)
+        self.io.bind_ortvalue_input(input_name, value)
+        self.io.bind_ortvalue_output(output_name, value)
+        self._outputs += 1
+
+    def carried(self, spec: StateTensor, view: np.ndarray) -> None:
+        self.input(spec.input, view)
+        self.io.bind_output(spec.output, "cpu")
+        self._carried.append((spec, self._outputs))
+        self._outputs += 1
+
+    def output(self, name: str, view: np.ndarray) -> None:
+        self.io.bind_ortvalue_output(name, self._value(view))
+        self._outputs += 1
+
+    def refresh(self) -> None:
+        for name, view in self._copied:
+            self.io.bind_ortvalue_input(
+                name, onnxruntime.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(view))
+            )
+
+    def store_carried(self, buffers: dict[str, np.ndarray]) -> None:
+        """Write fed-back states (e.g. the GRU's new hidden state) into their slots."""
+        if not self._carried:
+            return
+        outputs = self.io.get_outputs()
+        for spec, index in self._carried:
+            new = outputs[index].numpy()
+            _rows_view(buffers[spec.input], spec.batch_axis, new.shape[spec.batch_axis])[...] = new
 
 
-def _slice(array: np.ndarray, axis: int, start: int, stop: int | None) -> np.ndarray:
-    index = [slice(None)] * array.ndim
-    index[axis] = slice(start, stop)
-    return np.ascontiguousarray(array[tuple(index)])
+def _grown(capacity: int, needed: int, minimum: int) -> int:
+    """Grow by a quarter (at least ``minimum``): attention reads a cache's whole capacity every step,
+    so capacity far beyond the longest sequence costs on every step, while a regrowth copies once."""
+    if needed <= capacity:
+        return capacity
+    return max(needed, capacity + max(minimum, capacity // 4))
+
+
+def _index(
+    ndim: int, axis: int, rows: slice | int, other_axis: int | None = None, other: slice | None = None
+) -> tuple[slice | int, ...]:
+    index: list[slice | int] = [slice(None)] * ndim
+    index[axis] = rows
+    if other_axis is not None and other is not None:
+        index[other_axis] = other
+    return tuple(index)
+
+
+def _slot_view(
+    array: np.ndarray, batch_axis: int, slot: int, length_axis: int | None = None, length: int | None = None
+) -> np.ndarray:
+    """One sequence's slot (kept as a size-1 batch axis), optionally cut to ``length`` on another axis."""
+    other = slice(0, length) if length is not None else None
+    return array[_index(array.ndim, batch_axis, slice(slot, slot + 1), length_axis, other)]
+
+
+def _rows_view(array: np.ndarray, batch_axis: int, rows: int) -> np.ndarray:
+    return array[_index(array.ndim, batch_axis, slice(0, rows))]
+
+
+def _copy_overlap(old: np.ndarray, new: np.ndarray) -> None:
+    """Copy ``old`` into the leading corner of the bigger ``new``."""
+    new[tuple(slice(0, n) for n in old.shape)] = old

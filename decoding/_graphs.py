@@ -33,7 +33,10 @@ class Seq2SeqGraphs:
         self.encoder = create_session(bundle_dir / manifest.encoder.file, runtime, bundle=bundle_dir)
         self.decoder = create_session(bundle_dir / manifest.decoder.file, runtime, bundle=bundle_dir)
         _check_names(bundle_dir, manifest, self.encoder, self.decoder)
-        self._state_dims = {item.name: list(item.shape) for item in self.decoder.get_inputs()}
+        self._input_dims = {item.name: list(item.shape) for item in self.decoder.get_inputs()}
+        logits_shape = next(o.shape for o in self.decoder.get_outputs() if o.name == manifest.decoder.logits)
+        self._vocab_size = int(logits_shape[-1]) if isinstance(logits_shape[-1], int) else 0
+        _check_fixed_sizes(bundle_dir, manifest, self._input_dims)
         self._encoder_feeds_mask = manifest.encoder.attention_mask is not None
         # Several sources can share one encoder call only if the graph masks padding and every output
         # says where its batch and source axes are.
@@ -87,30 +90,22 @@ class Seq2SeqGraphs:
             encoded.append(EncodedSource(outputs=outputs, length=len(source)))
         return encoded
 
-    def empty_state(self, input_name: str, batch_axis: int, time_axis: int, time: int) -> np.ndarray:
-        """A state tensor for one sequence holding ``time`` padded (masked) positions."""
-        dims = self._state_dims[input_name]
-        shape = []
-        for axis, dim in enumerate(dims):
-            if axis == batch_axis:
-                shape.append(1)
-            elif axis == time_axis:
-                shape.append(time)
-            elif isinstance(dim, int):
-                shape.append(dim)
-            else:  # a symbolic size other than batch/time: the manifest's layout is wrong
-                raise GraphMismatchError(
-                    self.manifest.name,
-                    f"input {input_name!r} has an unknown size on axis "
-                    f"{axis} ({dim!r}); only batch and time axes may vary",
-                    file=self.manifest.decoder.file,
-                )
-        return np.zeros(shape, dtype=np.float32)
+    def input_dims(self, name: str) -> list[int | str]:
+        """The decoder input's declared shape: ints where fixed, names where the graph lets it vary."""
+        return self._input_dims[name]
 
-    def step(self, feeds: dict[str, np.ndarray], outputs: list[str]) -> list[np.ndarray]:
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
+
+    def new_binding(self) -> onnxruntime.IOBinding:
+        return self.decoder.io_binding()
+
+    def run_bound(self, binding: onnxruntime.IOBinding) -> None:
+        """One decoder step over buffers already bound (see :class:`decoding._batch.DecodeBatch`)."""
         try:
-            return self.decoder.run(outputs, feeds)  # type: ignore[no-any-return]
-        except Exception as exc:
+            self.decoder.run_with_iobinding(binding)
+        except Exception as exc:  # onnxruntime errors are untyped
             raise InferenceError(f"decoder step failed: {str(exc).strip().splitlines()[0]}") from None
 
 
@@ -128,7 +123,7 @@ def _check_names(
     _compare(bundle_dir, m.encoder.file, "outputs", enc_out, set(m.encoder.outputs), exact=False)
 
     d = m.decoder
-    optional = [name for name in (d.position_ids, d.self_attention_mask, d.source_attention_mask) if name]
+    optional = [name for name in (d.position_ids, d.source_attention_mask) if name]
     want_dec_in = {d.input_ids, *optional, *(s.name for s in d.source_tensors), *(s.input for s in d.state)}
     want_dec_out = {d.top_ids, d.logits, *(s.output for s in d.state)}
     _compare(
@@ -156,3 +151,20 @@ def _compare(bundle_dir: Path, file: str, what: str, have: set[str], want: set[s
         raise GraphMismatchError(
             bundle_dir, "graph does not match the manifest: " + "; ".join(parts), file=file
         )
+
+
+def _check_fixed_sizes(bundle_dir: Path, m: Manifest, dims: dict[str, list[int | str]]) -> None:
+    """Only the batch, cache-capacity and source axes may vary: the host sizes everything else."""
+    layouts: list[tuple[str, int, int | None]] = [
+        (t.name, t.batch_axis, t.source_axis) for t in m.decoder.source_tensors
+    ]
+    layouts += [(s.input, s.batch_axis, s.time_axis) for s in m.decoder.state]
+    for name, batch_axis, other_axis in layouts:
+        for axis, dim in enumerate(dims[name]):
+            if axis not in (batch_axis, other_axis) and not isinstance(dim, int):
+                raise GraphMismatchError(
+                    bundle_dir,
+                    f"input {name!r} varies on axis {axis} ({dim!r}); only its "
+                    "batch and time/source axes may",
+                    file=m.decoder.file,
+                )

@@ -10,10 +10,12 @@ What differs between model families is described here, not coded in the loop:
 * ``decoder.source_tensors`` — encoder outputs fed unchanged to every step (Marian's precomputed
   cross-attention keys/values). ``source_axis`` is the axis padded when sequences with different
   source lengths share a batch; the loop then also feeds ``source_attention_mask``.
-* ``decoder.state`` — tensors fed back step after step (Marian's self-attention key/value cache, a
-  GRU's hidden state). ``batch_axis`` says where sequences are stacked; ``time_axis`` is the axis that
-  grows by one per step (``null`` for an RNN state of fixed size). ``initial`` is ``"empty"`` (zero
-  length along ``time_axis``) or ``"encoder:<output>"``.
+* ``decoder.state`` — tensors carried from step to step. Either a fixed-size state fed back (a GRU's
+  hidden state: ``time_axis`` null, ``initial`` ``"encoder:<output>"``), or a cache *written in place*
+  (Marian's self-attention keys/values: ``in_place`` true, ``initial`` ``"empty"``): the host owns a
+  buffer whose ``time_axis`` is a capacity it grows, binds it as both input and output, and the graph
+  writes each step's entry at ``position_ids`` and masks everything after it. ``batch_axis`` says
+  where sequences are stacked (it must be 0 for in-place caches, so a batch is a contiguous slice).
 
 The JSON format is documented in the README ("Model bundles"); ``write_manifest`` and
 ``load_manifest`` are the only code that reads or writes it.
@@ -78,8 +80,9 @@ class StateTensor:
     input: str  # decoder input fed with the previous step's state
     output: str  # decoder output holding the state after this step
     batch_axis: int
-    time_axis: int | None  # grows by one per step (a KV cache); None for fixed-size RNN state
+    time_axis: int | None  # a cache's capacity axis; None for a fixed-size RNN state
     initial: str  # "empty" or "encoder:<output name>"
+    in_place: bool = False  # the output is the input buffer, updated at position_ids (a KV cache)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,8 +99,7 @@ class DecoderSpec:
     input_ids: str  # (batch, 1) int64: the previous token
     top_ids: str  # (batch, k>=2) int64: best next tokens, best first (k>=2 lets min_new_tokens skip eos)
     logits: str  # (batch, vocab) float32: only fetched when a logits processor needs it
-    position_ids: str | None = None  # (batch, 1) int64: index of the token being fed
-    self_attention_mask: str | None = None  # (batch, past + 1) int64: 0 marks left padding in the cache
+    position_ids: str | None = None  # (batch, 1) int64: index of the token fed = its cache slot
     source_attention_mask: str | None = None  # (batch, source) int64: 0 marks right padding
     source_tensors: tuple[SourceTensor, ...] = ()
     state: tuple[StateTensor, ...] = ()
@@ -309,6 +311,7 @@ class _Reader:
                 batch_axis=self.get(item, "batch_axis", int, f"decoder.state[{i}]"),
                 time_axis=self.opt(item, "time_axis", int, f"decoder.state[{i}]"),
                 initial=self.get(item, "initial", str, f"decoder.state[{i}]"),
+                in_place=bool(self.opt(item, "in_place", bool, f"decoder.state[{i}]")),
             )
             for i, item in enumerate(self._objects(obj, "state", "decoder"))
         ]
@@ -318,7 +321,6 @@ class _Reader:
             top_ids=self.get(obj, "top_ids", str, "decoder"),
             logits=self.get(obj, "logits", str, "decoder"),
             position_ids=self.opt(obj, "position_ids", str, "decoder"),
-            self_attention_mask=self.opt(obj, "self_attention_mask", str, "decoder"),
             source_attention_mask=self.opt(obj, "source_attention_mask", str, "decoder"),
             source_tensors=tuple(sources),
             state=tuple(states),
@@ -360,13 +362,15 @@ class _Reader:
                     f"decoder.state[{i}].initial",
                     f"{state.initial!r} must be 'empty' or 'encoder:<one of encoder.outputs>'",
                 )
-            if state.initial == "empty" and state.time_axis is None:
-                raise self.fail(f"decoder.state[{i}]", "an 'empty' initial state needs a time_axis")
-        if (
-            any(state.time_axis is not None for state in m.decoder.state)
-            and not m.decoder.self_attention_mask
-        ):
-            raise self.fail("decoder.self_attention_mask", "required when a state grows along a time axis")
+            if state.time_axis is not None and not (state.in_place and state.initial == "empty"):
+                raise self.fail(
+                    f"decoder.state[{i}]",
+                    "a state with a time_axis must be an in-place cache (in_place: true, initial: 'empty')",
+                )
+            if state.in_place and (state.time_axis is None or state.batch_axis != 0):
+                raise self.fail(f"decoder.state[{i}]", "an in-place cache needs a time_axis and batch_axis 0")
+        if any(state.in_place for state in m.decoder.state) and not m.decoder.position_ids:
+            raise self.fail("decoder.position_ids", "required by in-place caches (it says where to write)")
         for i, source in enumerate(m.decoder.source_tensors):
             if source.name not in m.encoder.outputs:
                 raise self.fail(

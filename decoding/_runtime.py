@@ -51,7 +51,9 @@ def create_session(path: Path, options: RuntimeOptions, *, bundle: Path) -> onnx
     session_options.graph_optimization_level = _LEVELS[options.optimization_level]
     session_options.enable_cpu_mem_arena = options.enable_memory_arena
     session_options.enable_mem_pattern = options.enable_memory_pattern
-    session_options.add_session_config_entry("session.intra_op.allow_spinning", "1" if options.allow_spinning else "0")
+    session_options.add_session_config_entry(
+        "session.intra_op.allow_spinning", "1" if options.allow_spinning else "0"
+    )
     session_options.log_severity_level = 3
     try:
         return onnxruntime.InferenceSession(

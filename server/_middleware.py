@@ -46,8 +46,10 @@ class AccessLogMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (b"x-request-id", request_id.encode())]}
+                message = {
+                    **message,
+                    "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())],
+                }
             await send(message)
 
         try:

@@ -109,9 +109,7 @@ def ndjson_response(prepared: PreparedStream) -> StreamingResponse:
         async for event in prepared.events():
             yield (dumps(event) + "\n").encode()
 
-    return StreamingResponse(
-        lines(), media_type=NDJSON, headers=STREAM_HEADERS
-    )
+    return StreamingResponse(lines(), media_type=NDJSON, headers=STREAM_HEADERS)
 
 
 def sse_response(prepared: PreparedStream, settings: Settings, resume_after: int) -> EventSourceResponse:

@@ -203,8 +203,12 @@ class TranslationService:
 
 
 def _shutting_down(retry_after: int) -> Overloaded:
-    return Overloaded("the server is shutting down", code="shutting_down",
-                      headers={"Retry-After": str(retry_after)}, details={"retry_after": retry_after})
+    return Overloaded(
+        "the server is shutting down",
+        code="shutting_down",
+        headers={"Retry-After": str(retry_after)},
+        details={"retry_after": retry_after},
+    )
 
 
 def _reader(scheduler: BatchScheduler, attribute: str) -> Callable[[], int]:

@@ -83,13 +83,13 @@ class StepGate:
 
     def __init__(self, bundle: Bundle) -> None:
         self._bundle = bundle
-        self._original = bundle.graphs.step
+        self._original = bundle.graphs.run_bound
         self._permits = threading.Semaphore(0)
         self._opened = threading.Event()
         self._started = 0
         self._cond = threading.Condition()
 
-    def step(self, feeds: Any, outputs: Any) -> Any:
+    def run_bound(self, binding: Any) -> Any:
         with self._cond:
             self._started += 1
             self._cond.notify_all()
@@ -97,7 +97,7 @@ class StepGate:
             while not self._permits.acquire(timeout=0.05):
                 if self._opened.is_set():
                     break
-        return self._original(feeds, outputs)
+        return self._original(binding)
 
     @property
     def started(self) -> int:
@@ -119,12 +119,12 @@ class StepGate:
 def gated(bundle: Bundle) -> Iterator[StepGate]:
     """Install a gate on ``bundle`` for the duration of a test; always removed, always opened."""
     gate = StepGate(bundle)
-    bundle.graphs.step = gate.step  # type: ignore[method-assign]
+    bundle.graphs.run_bound = gate.run_bound  # type: ignore[method-assign]
     try:
         yield gate
     finally:
         gate.open()
-        del bundle.graphs.step  # back to the class method
+        del bundle.graphs.run_bound  # back to the class method
 
 
 @contextlib.asynccontextmanager

@@ -22,6 +22,14 @@ def alone(bundle: Bundle, text: str, max_new: int, min_new: int = 0) -> list[int
     return list(result.segments[0].token_ids)
 
 
+def alone_ids(bundle: Bundle, source_ids: list[int], max_new: int) -> list[int]:
+    batch = DecodeBatch(bundle.graphs)
+    row = batch.add(bundle.graphs.encode(source_ids), new_sequence(bundle, max_new, max_new))
+    while batch.rows:
+        batch.step()
+    return row.sequence.tokens
+
+
 def run_staggered(bundle: Bundle, jobs: list[tuple[str, int, int, int]]) -> dict[str, list[int]]:
     """jobs: (text, join_at_step, max_new, min_new). Rows join at their step; finished rows leave."""
     batch = DecodeBatch(bundle.graphs)
@@ -56,22 +64,26 @@ def test_gru_model_batches_too(default_bundle: Bundle) -> None:
         assert batched[text] == alone(default_bundle, text, 30)
 
 
-def test_cache_padding_is_trimmed_when_old_sequences_leave(tiny_marian_bundle: Bundle) -> None:
+def test_buffers_grow_and_leaving_rows_hand_their_slot_to_the_last(tiny_marian_bundle: Bundle) -> None:
     batch = DecodeBatch(tiny_marian_bundle.graphs)
     encode = tiny_marian_bundle.graphs.encode
-    first = batch.add(
-        encode(tiny_marian_bundle.tokenizer.encode(CORPUS[0]).ids), new_sequence(tiny_marian_bundle, 50, 50)
-    )
-    for _ in range(10):
+    rows = [
+        batch.add(
+            encode(tiny_marian_bundle.tokenizer.encode(text).ids), new_sequence(tiny_marian_bundle, 60, 60)
+        )
+        for text in CORPUS[:5]
+    ]
+    assert batch.capacity[0] >= 5
+    for _ in range(40):  # past the first cache capacity: the caches grow while everyone keeps decoding
         batch.step()
-    batch.add(
-        encode(tiny_marian_bundle.tokenizer.encode(CORPUS[1]).ids), new_sequence(tiny_marian_bundle, 50, 50)
-    )
-    batch.step()
-    assert batch.past_length == 11
-    batch.remove([first])
-    assert batch.past_length == 1  # the 10 positions only the first sequence used are gone
-    assert len(batch) == 1
+    assert batch.capacity[1] >= 41
+    batch.remove([rows[1]])
+    assert batch.rows == [rows[0], rows[4], rows[2], rows[3]]  # the last row took the freed slot
+    while batch.rows:
+        batch.step()
+    for text, row in zip(CORPUS[:5], rows, strict=True):
+        expected = alone(tiny_marian_bundle, text, 60, 60)
+        assert row.sequence.tokens == (expected[:40] if row is rows[1] else expected)
 
 
 def test_an_emptied_batch_starts_fresh(tiny_marian_bundle: Bundle) -> None:
@@ -80,4 +92,8 @@ def test_an_emptied_batch_starts_fresh(tiny_marian_bundle: Bundle) -> None:
     while batch.rows:
         batch.step()
     assert row.sequence.finish_reason == "length"
-    assert batch.past_length == 0
+    assert len(batch) == 0
+    again = batch.add(tiny_marian_bundle.graphs.encode([7, 8, 0]), new_sequence(tiny_marian_bundle, 3, 3))
+    while batch.rows:
+        batch.step()
+    assert again.sequence.tokens == alone_ids(tiny_marian_bundle, [7, 8, 0], 3)

@@ -231,8 +231,12 @@ def test_shutdown_drain_refuses_new_work_and_ends_held_streams(default_bundle: B
             assert json.loads(next(lines))["type"] == "start"
             live.call_in_loop(live.state.lifecycle.begin_drain, 0.2)
             last = [json.loads(line) for line in lines][-1]
-        assert last == {"type": "error", "code": "shutting_down", "message": "the server is shutting down",
-                        "retry_after": 1}
+        assert last == {
+            "type": "error",
+            "code": "shutting_down",
+            "message": "the server is shutting down",
+            "retry_after": 1,
+        }
         refused = client.post("/v1/translate", json={"text": "我很好。"})
         assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
         assert client.get("/readyz").json() == {"status": "draining"}

@@ -33,7 +33,7 @@ from .._manifest import (
 )
 from ._common import prepare_output_dir, quantize_int8, session_for_check
 
-OPSET = 18
+OPSET = 24  # TensorScatter: the in-place cache write
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 # Languages liuyi serves, and how opus-mt names them in model ids and target-language tokens.
 _LANG_ALIASES = {"zh": "zh", "cmn": "zh", "zho": "zh", "en": "en", "eng": "en"}
@@ -136,18 +136,18 @@ def convert(
             top_ids="top_ids",
             logits="logits",
             position_ids="position_ids",
-            self_attention_mask="self_attention_mask",
             source_attention_mask="source_attention_mask",
             source_tensors=tuple(
                 SourceTensor(name=name, batch_axis=0, source_axis=2) for name in encoder_names
             ),
             state=tuple(
                 StateTensor(
-                    input=f"past_{kind}_{i}",
-                    output=f"present_{kind}_{i}",
+                    input=f"cache_{kind}_{i}",
+                    output=f"updated_{kind}_{i}",
                     batch_axis=0,
                     time_axis=2,
                     initial="empty",
+                    in_place=True,
                 )
                 for i in range(layers)
                 for kind in ("key", "value")
@@ -166,10 +166,10 @@ def convert(
 
 def _graph_names(layers: int) -> tuple[list[str], list[str], list[str]]:
     cross = [f"cross_{kind}_{i}" for i in range(layers) for kind in ("key", "value")]
-    past = [f"past_{kind}_{i}" for i in range(layers) for kind in ("key", "value")]
-    present = [f"present_{kind}_{i}" for i in range(layers) for kind in ("key", "value")]
-    decoder_in = ["input_ids", "position_ids", "self_attention_mask", "source_attention_mask", *past, *cross]
-    return cross, decoder_in, ["logits", "top_ids", *present]
+    cache = [f"cache_{kind}_{i}" for i in range(layers) for kind in ("key", "value")]
+    updated = [f"updated_{kind}_{i}" for i in range(layers) for kind in ("key", "value")]
+    decoder_in = ["input_ids", "position_ids", "source_attention_mask", *cache, *cross]
+    return cross, decoder_in, ["logits", "top_ids", *updated]
 
 
 def _export_encoder(model: Any, path: Path, outputs: list[str]) -> None:
@@ -199,11 +199,11 @@ def _export_decoder(
 
     from .marian_graphs import MarianDecoderStepGraph
 
-    feeds = _sample_decoder_feeds(model, batch=2, past=3, source=5)
-    batch, past, source = Dim("batch"), Dim("past"), Dim("source")
+    feeds = _sample_decoder_feeds(model, batch=2, capacity=6, source=5)
+    batch, capacity, source = Dim("batch"), Dim("capacity"), Dim("source")
     layers = model.config.decoder_layers
-    caches = tuple([{0: batch, 2: past}] * (2 * layers) + [{0: batch, 2: source}] * (2 * layers))
-    shapes = ({0: batch}, {0: batch}, {0: batch, 1: past + 1}, {0: batch, 1: source}, caches)
+    caches = tuple([{0: batch, 2: capacity}] * (2 * layers) + [{0: batch, 2: source}] * (2 * layers))
+    shapes = ({0: batch}, {0: batch}, {0: batch, 1: source}, caches)
     args = tuple(torch.from_numpy(feeds[name]) for name in inputs)
     _onnx_export(MarianDecoderStepGraph(model, suppress).eval(), args, path, inputs, outputs, shapes)
 
@@ -222,6 +222,8 @@ def _onnx_export(
     internals); they say nothing about our graphs, so they are silenced here and only here."""
     import torch
 
+    from .marian_graphs import ONNX_TRANSLATIONS
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -233,6 +235,7 @@ def _onnx_export(
             output_names=outputs,
             dynamic_shapes=shapes,
             opset_version=OPSET,
+            custom_translation_table=ONNX_TRANSLATIONS,
             dynamo=True,
             external_data=False,
             optimize=True,
@@ -240,21 +243,22 @@ def _onnx_export(
         )
 
 
-def _sample_decoder_feeds(model: Any, *, batch: int, past: int, source: int) -> dict[str, np.ndarray]:
+def _sample_decoder_feeds(model: Any, *, batch: int, capacity: int, source: int) -> dict[str, np.ndarray]:
+    """Two rows at different positions in a cache with spare capacity, one source right-padded."""
     config = model.config
     heads, width = config.decoder_attention_heads, config.d_model // config.decoder_attention_heads
     rng = np.random.default_rng(0)
     feeds = {
         "input_ids": rng.integers(0, config.vocab_size, size=(batch, 1)).astype(np.int64),
-        "position_ids": np.array([[past], [past - 1]], dtype=np.int64)[:batch],
-        "self_attention_mask": np.ones((batch, past + 1), dtype=np.int64),
+        "position_ids": np.array([[capacity - 3], [1]], dtype=np.int64)[:batch],
         "source_attention_mask": np.ones((batch, source), dtype=np.int64),
     }
-    feeds["self_attention_mask"][1:, 0] = 0  # second row: left-padded cache
     feeds["source_attention_mask"][1:, -1] = 0  # second row: right-padded source
     for i in range(config.decoder_layers):
         for kind in ("key", "value"):
-            feeds[f"past_{kind}_{i}"] = rng.standard_normal((batch, heads, past, width)).astype(np.float32)
+            feeds[f"cache_{kind}_{i}"] = rng.standard_normal((batch, heads, capacity, width)).astype(
+                np.float32
+            )
             feeds[f"cross_{kind}_{i}"] = rng.standard_normal((batch, heads, source, width)).astype(np.float32)
     return feeds
 
@@ -278,7 +282,7 @@ def _check_against_torch(
     got_enc = session_for_check(out / "encoder.onnx").run(
         encoder_names, {"input_ids": ids, "attention_mask": mask}
     )
-    feeds = _sample_decoder_feeds(model, batch=2, past=4, source=5)
+    feeds = _sample_decoder_feeds(model, batch=2, capacity=7, source=5)
     expected_dec = MarianDecoderStepGraph(model, suppress)(*(torch.from_numpy(feeds[n]) for n in decoder_in))
     got_dec = session_for_check(out / "decoder.onnx").run(decoder_out, feeds)
     for name, want, got in zip(

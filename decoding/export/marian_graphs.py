@@ -18,6 +18,7 @@ Shapes: B batch, S source length, T cached target length, D model width, H heads
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -84,12 +85,16 @@ class MarianEncoderGraph(nn.Module):
 
 
 class MarianDecoderStepGraph(nn.Module):
-    """One greedy step for B sequences.
+    """One greedy step for B sequences, with key/value caches written in place.
 
-    Inputs: input_ids (B,1), position_ids (B,1), self_attention_mask (B,T+1),
-    source_attention_mask (B,S), then per layer past_key_i, past_value_i (B,H,T,K), then per layer
-    cross_key_i, cross_value_i (B,H,S,K).
-    Outputs: logits (B,V), top_ids (B,2), then per layer present_key_i, present_value_i (B,H,T+1,K).
+    Inputs: input_ids (B,1); position_ids (B,1): the index of the token fed, which is also where its
+    key/value go in the cache; source_attention_mask (B,S); per layer cache_key_i, cache_value_i
+    (B,H,C,K) with C >= position + 1 (a capacity the host grows); per layer cross_key_i,
+    cross_value_i (B,H,S,K).
+    Outputs: logits (B,V), top_ids (B,2), then per layer the updated caches (B,H,C,K).
+
+    Cache entries past each row's position are never read (masked), so the host may hand over a
+    larger buffer than needed and may leave stale values from earlier sequences in it.
     """
 
     def __init__(self, model: Any, suppress_ids: list[int]) -> None:
@@ -106,24 +111,26 @@ class MarianDecoderStepGraph(nn.Module):
         self,
         input_ids: torch.Tensor,
         position_ids: torch.Tensor,
-        self_attention_mask: torch.Tensor,
         source_attention_mask: torch.Tensor,
         *caches: torch.Tensor,
     ) -> tuple[torch.Tensor, ...]:
         dec = self.decoder
-        past, cross = caches[: 2 * self.layers], caches[2 * self.layers :]
+        cache, cross = caches[: 2 * self.layers], caches[2 * self.layers :]
         x = (
             dec.embed_tokens(input_ids) * dec.embed_scale + dec.embed_positions.weight[position_ids]
         )  # (B,1,D)
-        self_bias = _padding_bias(self_attention_mask)  # (B,1,1,T+1)
+        capacity = cache[0].shape[2]
+        filled = torch.arange(capacity, device=input_ids.device)[None, :] <= position_ids  # (B,C)
+        self_bias = ((~filled).to(torch.float32) * NEG)[:, None, None, :]  # (B,1,1,C)
         source_bias = _padding_bias(source_attention_mask)  # (B,1,1,S)
-        presents: list[torch.Tensor] = []
+        where = position_ids[:, 0]  # (B,)
+        updated: list[torch.Tensor] = []
         for i, layer in enumerate(dec.layers):
             attn = layer.self_attn
             q = _split_heads(attn.q_proj(x), self.heads)  # (B,H,1,K)
-            k = torch.cat([past[2 * i], _split_heads(attn.k_proj(x), self.heads)], dim=2)  # (B,H,T+1,K)
-            v = torch.cat([past[2 * i + 1], _split_heads(attn.v_proj(x), self.heads)], dim=2)
-            presents += [k, v]
+            k = cache_write(cache[2 * i], _split_heads(attn.k_proj(x), self.heads), where)  # (B,H,C,K)
+            v = cache_write(cache[2 * i + 1], _split_heads(attn.v_proj(x), self.heads), where)
+            updated += [k, v]
             x = layer.self_attn_layer_norm(
                 x + attn.out_proj(_merge_heads(_attend(q, k, v, self_bias, attn.scaling)))
             )
@@ -134,4 +141,36 @@ class MarianDecoderStepGraph(nn.Module):
             x = layer.final_layer_norm(x + layer.fc2(layer.activation_fn(layer.fc1(x))))
         logits = self.lm_head(x[:, 0]) + self.logits_bias  # (B,V)
         top_ids = torch.topk(logits, 2, dim=-1).indices  # (B,2), best first
-        return (logits, top_ids, *presents)
+        return (logits, top_ids, *updated)
+
+
+# --- writing one step into a cache, in place --------------------------------------------------------
+# PyTorch has no in-place "write row b at index[b]" that exports to ONNX as such (index_put becomes
+# a ScatterND that copies the whole cache). So the write is a custom op, exported as ONNX's
+# TensorScatter (opset 24): ONNX Runtime updates the cache buffer in place when the caller binds the
+# same buffer as input and output — per step, only the new entries are written, nothing is copied.
+
+
+@torch.library.custom_op("liuyi::cache_write", mutates_args=())
+def cache_write(cache: torch.Tensor, update: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """cache (B,H,C,K), update (B,H,1,K), index (B,): cache with update[b] written at index[b]."""
+    out = cache.clone()
+    out[torch.arange(cache.shape[0]), :, index] = update[:, :, 0]
+    return out
+
+
+@cache_write.register_fake
+def _cache_write_shape(cache: torch.Tensor, update: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(cache)
+
+
+def cache_write_onnx(cache: Any, update: Any, index: Any) -> Any:
+    """The ONNX translation of :func:`cache_write` (used by torch.onnx.export)."""
+    from onnxscript.onnx_opset import opset24
+
+    return opset24.TensorScatter(cache, update, index, axis=2)
+
+
+ONNX_TRANSLATIONS: dict[Callable[..., Any], Callable[..., Any]] = {
+    torch.ops.liuyi.cache_write.default: cache_write_onnx
+}
