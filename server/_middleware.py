@@ -62,13 +62,12 @@ class AccessLogMiddleware:
                 metrics.requests.labels(route, str(status)).inc()
                 metrics.request_duration.labels(route).observe(elapsed)
             record = {
+                "id": request_id,
                 "method": scope["method"],
                 "path": scope["path"],
                 "route": route,
                 "status": status,
                 "duration_ms": round(elapsed * 1000, 3),
             }
-            timings = scope.get("state", {}).get("liuyi_timings")
-            if timings:
-                record["timings"] = timings
+            record.update(scope.get("state", {}).get("liuyi", {}))  # model, tokens, timings, error
             logger.info(json.dumps(record, ensure_ascii=False))

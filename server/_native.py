@@ -39,6 +39,12 @@ def services(request: Request) -> tuple[TranslationService, Settings]:
     return request.app.state.service, request.app.state.settings
 
 
+def log_context(request: Request) -> dict[str, Any]:
+    """The request id and the dict the access-log line reads (see server/_middleware.py)."""
+    state = request.scope.setdefault("state", {})
+    return {"request_id": state.get("request_id"), "log": state.setdefault("liuyi", {})}
+
+
 def server_timing(done: WireEvent) -> str:
     timings = done["timings"]
     return ", ".join(
@@ -50,9 +56,8 @@ async def translate(request: Request) -> Response:
     service, settings = services(request)
     check_api_key(request, settings)
     body = await read_json_object(request, settings)
-    prepared = await service.prepare(translate_request(body), request_id=request.state.request_id)
+    prepared = await service.prepare(translate_request(body), **log_context(request))
     done, segments = await prepared.collect()
-    request.scope.setdefault("state", {})["liuyi_timings"] = done["timings"]
     reply = {
         "translation": done["translation"],
         "source": prepared.source,
@@ -76,11 +81,11 @@ async def translate_stream(request: Request) -> Response:
         params: dict[str, Any] = dict(request.query_params)
         if "max_new_tokens" in params:
             params["max_new_tokens"] = _query_int(params["max_new_tokens"])
-        prepared = await service.prepare(translate_request(params), request_id=request.state.request_id)
+        prepared = await service.prepare(translate_request(params), **log_context(request))
         return sse_response(prepared, settings, last_event_id(request))
     check_api_key(request, settings)
     body = await read_json_object(request, settings)
-    prepared = await service.prepare(translate_request(body), request_id=request.state.request_id)
+    prepared = await service.prepare(translate_request(body), **log_context(request))
     if "text/event-stream" in request.headers.get("accept", ""):
         return sse_response(prepared, settings, last_event_id(request))
     return ndjson_response(prepared)

@@ -35,7 +35,7 @@ from decoding import ModelRegistry
 from ._errors import BadRequest, NotFound, error_payload
 from ._events import WireEvent, dumps
 from ._http import check_api_key, optional_positive_int, read_json_object
-from ._native import STREAM_HEADERS, services
+from ._native import STREAM_HEADERS, log_context, services
 from ._service import PreparedStream, TranslateRequest
 
 AUTO_MODELS = ("liuyi", "liuyi-auto")
@@ -150,7 +150,7 @@ async def chat_completions(request: Request) -> Response:
         TranslateRequest(
             text=chat.text, source=chat.source, target=chat.target, max_new_tokens=chat.max_new_tokens
         ),
-        request_id=request.state.request_id,
+        **log_context(request),
     )
     if chat.stream:
         return EventSourceResponse(
@@ -160,7 +160,6 @@ async def chat_completions(request: Request) -> Response:
             headers=STREAM_HEADERS,
         )
     done, _ = await prepared.collect()
-    request.scope.setdefault("state", {})["liuyi_timings"] = done["timings"]
     completion = {
         "id": f"chatcmpl-{prepared.request_id}",
         "object": "chat.completion",

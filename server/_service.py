@@ -104,6 +104,17 @@ class PreparedStream:
     arrived: float  # perf_counter at arrival
     cached: bool
     error: ApiError | None = field(default=None)  # set when the stream ends with an error event
+    # what the request's access-log line reports (model, cached, finish_reason, tokens, timings, error)
+    log: dict[str, Any] = field(default_factory=dict)
+
+    def _log_done(self, done: WireEvent) -> None:
+        self.log.update(
+            model=self.bundle.name,
+            cached=done["cached"],
+            finish_reason=done["finish_reason"],
+            output_tokens=done["usage"]["output_tokens"],
+            timings=done["timings"],
+        )
 
     async def events(self) -> AsyncIterator[WireEvent]:
         raise NotImplementedError  # pragma: no cover
@@ -160,7 +171,9 @@ class TranslationService:
             await asyncio.to_thread(scheduler.close)
         await self.cache.close()
 
-    async def prepare(self, request: TranslateRequest, *, request_id: str | None = None) -> PreparedStream:
+    async def prepare(
+        self, request: TranslateRequest, *, request_id: str | None = None, log: dict[str, Any] | None = None
+    ) -> PreparedStream:
         """Validate, resolve and admit a request; nothing has been sent to the client yet.
 
         Raises:
@@ -180,6 +193,7 @@ class TranslationService:
                 "source": bundle.manifest.source_lang,
                 "target": bundle.manifest.target_lang,
                 "arrived": arrived,
+                "log": log if log is not None else {},
             }
             key = cache_key(
                 bundle.name,
@@ -238,7 +252,9 @@ class ReplayStream(PreparedStream):
         elapsed = (time.perf_counter() - self.arrived) * 1000
         timings = {name: 0.0 for name in self.record.done["timings"]}
         timings.update(ttft_ms=round(elapsed, 3), total_ms=round(elapsed, 3))
-        yield {**self.record.done, "cached": True, "timings": timings}
+        done = {**self.record.done, "cached": True, "timings": timings}
+        self._log_done(done)
+        yield done
 
 
 @dataclass(kw_only=True)
@@ -331,6 +347,7 @@ class LiveStream(PreparedStream):
         self._finished = True
         self.cancel()
         self.error = error
+        self.log.update(model=self.bundle.name, error=error.code)
         metrics = self.service.metrics
         if reason in ("timeout", "shutdown"):
             metrics.cancellations.labels(reason).inc()
@@ -352,4 +369,5 @@ class LiveStream(PreparedStream):
                 segments=segment_spans(self.translation.source_segments), events=recorded, done=done
             )
             await self.service.cache.put(self.cache_key, record)
+        self._log_done(done)
         return done

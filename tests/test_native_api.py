@@ -8,6 +8,7 @@ disconnects are tested against a real server in test_live_server.py.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -204,3 +205,22 @@ async def test_the_page_and_its_modules_are_served_for_revalidation(client: http
     assert "text/html" in page.headers["content-type"] and "javascript" in module.headers["content-type"]
     assert page.headers["cache-control"] == module.headers["cache-control"] == "no-cache"
     assert page.headers["x-request-id"]
+
+
+async def test_one_structured_log_line_per_request_with_stage_timings(
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="liuyi.access"):
+        response = await client.post("/v1/translate/stream", json={"text": "我很好。"})
+        await client.post("/v1/translate", json={"text": ""})
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "liuyi.access"]
+    streamed, refused = lines
+    assert streamed["id"] == response.headers["x-request-id"]
+    assert (streamed["status"], streamed["route"], streamed["model"]) == (
+        200,
+        "/v1/translate/stream",
+        "cn2en-gru-zh-en",
+    )
+    assert streamed["finish_reason"] == "stop" and streamed["output_tokens"] == 5
+    assert {"queue_ms", "ttft_ms", "encode_ms", "decode_ms", "total_ms"} <= set(streamed["timings"])
+    assert (refused["status"], refused["path"]) == (400, "/v1/translate")

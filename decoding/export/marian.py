@@ -33,7 +33,7 @@ from .._manifest import (
 )
 from ._common import prepare_output_dir, quantize_int8, session_for_check
 
-OPSET = 24  # TensorScatter: the in-place cache write
+OPSET = 18
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 # Languages liuyi serves, and how opus-mt names them in model ids and target-language tokens.
 _LANG_ALIASES = {"zh": "zh", "cmn": "zh", "zho": "zh", "en": "en", "eng": "en"}
@@ -80,6 +80,8 @@ def convert(
     output_dir = prepare_output_dir(output_dir, force=force)
     if tokenizer.separate_vocabs:
         raise ValueError("Marian models with separate source/target vocabularies are not supported yet")
+    if (model.config.d_model // model.config.decoder_attention_heads) % 8:
+        raise ValueError("the fused attention kernels need a head width that is a multiple of 8")
     source_lang, target_lang = _languages(str(source), options)
     config, generation = model.config, model.generation_config
 
@@ -222,7 +224,7 @@ def _onnx_export(
     internals); they say nothing about our graphs, so they are silenced here and only here."""
     import torch
 
-    from .marian_graphs import ONNX_TRANSLATIONS
+    from .attention_ops import onnx_translations
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
@@ -235,7 +237,7 @@ def _onnx_export(
             output_names=outputs,
             dynamic_shapes=shapes,
             opset_version=OPSET,
-            custom_translation_table=ONNX_TRANSLATIONS,
+            custom_translation_table=onnx_translations(),
             dynamo=True,
             external_data=False,
             optimize=True,
@@ -284,7 +286,9 @@ def _check_against_torch(
     )
     feeds = _sample_decoder_feeds(model, batch=2, capacity=7, source=5)
     expected_dec = MarianDecoderStepGraph(model, suppress)(*(torch.from_numpy(feeds[n]) for n in decoder_in))
-    got_dec = session_for_check(out / "decoder.onnx").run(decoder_out, feeds)
+    got_dec = _run_with_caches_in_place(
+        session_for_check(out / "decoder.onnx"), feeds, decoder_in, decoder_out
+    )
     for name, want, got in zip(
         [*encoder_names, *decoder_out], [*expected_enc, *expected_dec], [*got_enc, *got_dec], strict=True
     ):
@@ -298,6 +302,29 @@ def _check_against_torch(
             )
         if not ok:
             raise RuntimeError(f"exported graph output {name!r} differs from PyTorch")
+
+
+def _run_with_caches_in_place(
+    session: Any, feeds: dict[str, np.ndarray], inputs: list[str], outputs: list[str]
+) -> list[np.ndarray]:
+    """Run one step the way the engine does: each cache bound as both input and output, so the
+    graph updates it in place (the fused attention kernel only writes in place when bound so)."""
+    import onnxruntime
+
+    io = session.io_binding()
+    caches = {name: feeds[name].copy() for name in inputs if name.startswith("cache_")}
+    for name in inputs:
+        if name in caches:
+            value = onnxruntime.OrtValue.ortvalue_from_numpy(caches[name])
+            io.bind_ortvalue_input(name, value)
+            io.bind_ortvalue_output(name.replace("cache_", "updated_"), value)
+        else:
+            io.bind_cpu_input(name, feeds[name])
+    io.bind_output("logits")
+    io.bind_output("top_ids")
+    session.run_with_iobinding(io)
+    logits, top_ids = io.copy_outputs_to_cpu()[-2:]
+    return [logits, top_ids, *(caches[name.replace("updated_", "cache_")] for name in outputs[2:])]
 
 
 def _languages(source: str, options: MarianExportOptions) -> tuple[str, str]:

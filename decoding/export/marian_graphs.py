@@ -5,27 +5,25 @@ Why not export transformers' own forward? Its cache objects and mask helpers do 
 
 * the **encoder graph also projects the encoder output into every decoder layer's cross-attention
   keys and values**, so decoder steps never recompute them (they are fixed for the whole sequence);
-* the **decoder graph is one step for a batch of sequences** whose caches may be left-padded
-  (``self_attention_mask``) and whose sources may be right-padded (``source_attention_mask``), with
-  a position per row, so sequences that started at different times can be stepped together.
+* the **decoder graph is one step for a batch of sequences**, each at its own position, writing its
+  key/value cache in place and attending with ONNX Runtime's fused kernels, so sequences that started
+  at different times are stepped together and nothing is copied per step.
 
 The math follows ``transformers.models.marian.modeling_marian`` line for line (post-layer-norm
 blocks, scaled embeddings, sinusoidal positions, ``final_logits_bias``); the parity tests hold it to
 transformers' greedy ``generate()`` token for token.
 
-Shapes: B batch, S source length, T cached target length, D model width, H heads, K head width.
+Shapes: B batch, S source length, C cache capacity, D model width, H heads, K head width.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
-# Large negative instead of -inf: a fully padded row then softmaxes to uniform instead of NaN.
-NEG = torch.finfo(torch.float32).min
+from .attention_ops import NEG, cached_self_attention, cross_attention
 
 
 def _split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -93,8 +91,9 @@ class MarianDecoderStepGraph(nn.Module):
     cross_value_i (B,H,S,K).
     Outputs: logits (B,V), top_ids (B,2), then per layer the updated caches (B,H,C,K).
 
-    Cache entries past each row's position are never read (masked), so the host may hand over a
-    larger buffer than needed and may leave stale values from earlier sequences in it.
+    Cache entries past each row's position are never read, so the host may hand over a larger
+    buffer than needed and leave stale values from earlier sequences in it. Both attentions are
+    ONNX Runtime's fused kernels (see :mod:`decoding.export.attention_ops`).
     """
 
     def __init__(self, model: Any, suppress_ids: list[int]) -> None:
@@ -119,58 +118,33 @@ class MarianDecoderStepGraph(nn.Module):
         x = (
             dec.embed_tokens(input_ids) * dec.embed_scale + dec.embed_positions.weight[position_ids]
         )  # (B,1,D)
-        capacity = cache[0].shape[2]
-        filled = torch.arange(capacity, device=input_ids.device)[None, :] <= position_ids  # (B,C)
-        self_bias = ((~filled).to(torch.float32) * NEG)[:, None, None, :]  # (B,1,1,C)
-        source_bias = _padding_bias(source_attention_mask)  # (B,1,1,S)
         where = position_ids[:, 0]  # (B,)
         updated: list[torch.Tensor] = []
         for i, layer in enumerate(dec.layers):
             attn = layer.self_attn
-            q = _split_heads(attn.q_proj(x), self.heads)  # (B,H,1,K)
-            k = cache_write(cache[2 * i], _split_heads(attn.k_proj(x), self.heads), where)  # (B,H,C,K)
-            v = cache_write(cache[2 * i + 1], _split_heads(attn.v_proj(x), self.heads), where)
-            updated += [k, v]
-            x = layer.self_attn_layer_norm(
-                x + attn.out_proj(_merge_heads(_attend(q, k, v, self_bias, attn.scaling)))
+            h, key_cache, value_cache = cached_self_attention(
+                attn.q_proj(x),
+                attn.k_proj(x),
+                attn.v_proj(x),
+                cache[2 * i],
+                cache[2 * i + 1],
+                where,
+                self.heads,
+                attn.scaling,
             )
+            updated += [key_cache, value_cache]
+            x = layer.self_attn_layer_norm(x + attn.out_proj(h))
             xattn = layer.encoder_attn
-            q = _split_heads(xattn.q_proj(x), self.heads)
-            h = _attend(q, cross[2 * i], cross[2 * i + 1], source_bias, xattn.scaling)
-            x = layer.encoder_attn_layer_norm(x + xattn.out_proj(_merge_heads(h)))
+            h = cross_attention(
+                xattn.q_proj(x),
+                cross[2 * i],
+                cross[2 * i + 1],
+                source_attention_mask,
+                self.heads,
+                xattn.scaling,
+            )
+            x = layer.encoder_attn_layer_norm(x + xattn.out_proj(h))
             x = layer.final_layer_norm(x + layer.fc2(layer.activation_fn(layer.fc1(x))))
         logits = self.lm_head(x[:, 0]) + self.logits_bias  # (B,V)
         top_ids = torch.topk(logits, 2, dim=-1).indices  # (B,2), best first
         return (logits, top_ids, *updated)
-
-
-# --- writing one step into a cache, in place --------------------------------------------------------
-# PyTorch has no in-place "write row b at index[b]" that exports to ONNX as such (index_put becomes
-# a ScatterND that copies the whole cache). So the write is a custom op, exported as ONNX's
-# TensorScatter (opset 24): ONNX Runtime updates the cache buffer in place when the caller binds the
-# same buffer as input and output — per step, only the new entries are written, nothing is copied.
-
-
-@torch.library.custom_op("liuyi::cache_write", mutates_args=())
-def cache_write(cache: torch.Tensor, update: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """cache (B,H,C,K), update (B,H,1,K), index (B,): cache with update[b] written at index[b]."""
-    out = cache.clone()
-    out[torch.arange(cache.shape[0]), :, index] = update[:, :, 0]
-    return out
-
-
-@cache_write.register_fake
-def _cache_write_shape(cache: torch.Tensor, update: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(cache)
-
-
-def cache_write_onnx(cache: Any, update: Any, index: Any) -> Any:
-    """The ONNX translation of :func:`cache_write` (used by torch.onnx.export)."""
-    from onnxscript.onnx_opset import opset24
-
-    return opset24.TensorScatter(cache, update, index, axis=2)
-
-
-ONNX_TRANSLATIONS: dict[Callable[..., Any], Callable[..., Any]] = {
-    torch.ops.liuyi.cache_write.default: cache_write_onnx
-}
