@@ -332,7 +332,7 @@ def run_worker(name: str, config: dict[str, Any], tokens: int) -> dict[str, Any]
 
 
 def orchestrate(args: argparse.Namespace) -> int:
-    repeats = 3 if args.quick else 7
+    repeats = 3 if args.quick else 11
     threads = [1, 2]
     opus_mt_bundle(int8=False)
     opus_mt_bundle(int8=True)  # build once, before timing anything

@@ -76,7 +76,8 @@ class DecodeBatch:
     def add(self, encoded: EncodedSource, sequence: GreedySequence, tag: Any = None) -> Row:
         """Join a sequence (its encoder already ran); it takes its first step with the others."""
         slot = len(self.rows)
-        self._reserve(rows=slot + 1, source=encoded.length)
+        # room for the whole output now: growing later would copy every running sequence's cache
+        self._reserve(rows=slot + 1, source=encoded.length, time=sequence.max_new_tokens)
         b = self._buffers
         b["input_ids"][slot] = self._decoder_start
         b["position_ids"][slot] = 0
@@ -270,8 +271,8 @@ class _Binding:
 
 
 def _grown(capacity: int, needed: int, minimum: int) -> int:
-    """Grow by a quarter (at least ``minimum``): attention reads a cache's whole capacity every step,
-    so capacity far beyond the longest sequence costs on every step, while a regrowth copies once."""
+    """Grow by at least a quarter (and at least ``minimum``), so that a batch filling up one sequence
+    at a time reallocates a logarithmic number of times."""
     if needed <= capacity:
         return capacity
     return max(needed, capacity + max(minimum, capacity // 4))

@@ -91,6 +91,10 @@ class GreedySequence:
         )
 
     @property
+    def max_new_tokens(self) -> int:
+        return self._max_new
+
+    @property
     def needs_logits(self) -> bool:
         return self._ngram > 0
 
