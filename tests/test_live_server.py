@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +20,7 @@ from server import Settings, create_app
 from tests._live import LiveServer, ServerProcess, StepGate, gated
 
 QUESTION = "你喜欢吃苹果吗？"  # 7 output tokens with the default model
+GOLDEN = json.loads((Path(__file__).parent / "data" / "cn2en_golden.json").read_text(encoding="utf-8"))
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
@@ -266,3 +268,30 @@ def test_liuyi_serve_prints_the_page_url_and_exits_cleanly_on_sigterm() -> None:
         # SIGTERM: uvicorn shuts down, then re-raises the signal it caught (status 0 or -SIGTERM)
         assert server.stop() in (0, -signal.SIGTERM)
         assert "Application shutdown complete" in server.process.stderr.read()  # type: ignore[union-attr]
+
+
+def test_curl_through_a_server_subprocess_gets_deltas_long_before_the_end() -> None:
+    """No gate across processes: a long text makes decoding take a while, and the first delta must
+    arrive in the first half of the stream's duration (a buffered response delivers it at the end)."""
+    text = "".join(record["text"] for record in GOLDEN[:40])  # 40 sentences, one stream
+    with ServerProcess(LIUYI_CACHE_SIZE="0") as server:
+        started = time.monotonic()
+        with subprocess.Popen(
+            ["curl", "--no-buffer", "-sS", "-X", "POST", f"{server.url}/v1/translate/stream",
+             "-H", "content-type: application/json", "-d", json.dumps({"text": text})],
+            stdout=subprocess.PIPE,
+        ) as curl:
+            assert curl.stdout is not None
+            arrivals = [(time.monotonic() - started, json.loads(line)) for line in curl.stdout]
+        first_delta = next(at for at, event in arrivals if event["type"] == "delta")
+        done = next(at for at, event in arrivals if event["type"] == "done")
+    assert first_delta < done / 2
+    segments = len(arrivals[0][1]["segments"])
+    assert segments >= 30 and sum(1 for _, event in arrivals if event["type"] == "segment") == segments
+
+
+def test_several_worker_processes_serve_the_same_api() -> None:
+    with ServerProcess(LIUYI_WORKERS="2") as server:
+        replies = {httpx.post(f"{server.url}/v1/translate", json={"text": "我很好。"}).json()["translation"]
+                   for _ in range(6)}
+    assert replies == {"I'm very well."}
