@@ -32,7 +32,7 @@ from ._graphs import EncodedSource, Seq2SeqGraphs
 from ._greedy import GreedySequence
 from ._manifest import SourceTensor, StateTensor
 
-_MIN_ROWS, _MIN_TIME, _MIN_SOURCE = 4, 16, 32  # first capacities
+_MIN_ROWS, _MIN_TIME, _MIN_SOURCE = 4, 16, 8  # first capacities
 
 
 @dataclass(eq=False)
