@@ -24,7 +24,7 @@ _SERVE_OPTIONS: dict[str, str] = {
     "host": "interface to listen on",
     "port": "TCP port",
     "workers": "worker processes (each loads the models)",
-    "threads": "ONNX Runtime threads per decoder call (0 = cores / workers)",
+    "threads": "ONNX Runtime threads per decoder call (0 = cores / workers - 1)",
     "max_input_chars": "longest accepted text, in characters",
     "max_body_bytes": "largest accepted request body, in bytes",
     "max_concurrent_streams": "sequences decoded together per model (batch size)",
