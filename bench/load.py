@@ -275,7 +275,8 @@ def render(
         ]
         for level, s in sweep.items():
             lines.append(
-                f"| {level} | {s['qps']:.0f} | {s['p95_ms']:.1f} | {s.get('ttft_p95_ms', float('nan')):.1f} | "
+                f"| {level} | {s['qps']:.0f} | {s['p95_ms']:.1f} | "
+                f"{s.get('ttft_p95_ms', float('nan')):.1f} | "
                 f"{s['error_rate_%']:.2f} | {s['client_cores']:.2f} |"
             )
     if rss == rss:  # not NaN
