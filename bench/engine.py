@@ -412,7 +412,10 @@ def orchestrate(args: argparse.Namespace) -> int:
             "liuyi / transformers, batch-1 tokens/s (target >= 5)",
             ours["batch1"]["tokens_per_s"] / hf_best["batch1"]["tokens_per_s"],
         ),
-        ("liuyi TTFT ms, 24-token source (target <= 10)", ours["batch1"]["ttft_ms"]),
+        *(
+            (f"liuyi TTFT ms, 24-token source, {t} thread(s) (target <= 10)", liuyi[t]["batch1"]["ttft_ms"])
+            for t in threads
+        ),
         (
             "liuyi 16 streams / 1 stream, tokens/s (target >= 4)",
             ours["concurrency"]["16"]["tokens_per_s"] / single,
@@ -427,6 +430,7 @@ def orchestrate(args: argparse.Namespace) -> int:
     report = "\n".join(lines)
     print(report)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps({label: result for label, result in rows}, indent=1))
     args.out.write_text(
         f"`python bench/engine.py --tokens {args.tokens}{' --quick' if args.quick else ''}`\n\n"
         + report

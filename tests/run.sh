@@ -13,6 +13,7 @@ need_apt=()
 for pkg in $(cat tests/apt-packages.txt 2>/dev/null); do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)  # the JavaScript parser tests run on node --test
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
