@@ -28,27 +28,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._models import OUT, opus_mt_bundle, opus_mt_checkpoint
+from decoding.export.synthetic import CORPUS
 
 # 24 tokens with the benchmark tokenizer (eos included): the TTFT target's sentence.
 TTFT_SENTENCE = "周末我们去公园散步，然后一起去喝茶吧！"
-BATCH_SENTENCES = [
-    "今天天气很好。",
-    "我喜欢喝茶。",
-    "他明天去北京。",
-    "这本书很有意思。",
-    "我们一起吃饭吧！",
-    "请问火车站在哪里？",
-    "汤姆在学校学习中文。",
-    "她每天早上跑步。",
-    "这个问题很难回答。",
-    "你会说英语吗？",
-    "我的朋友住在上海。",
-    "周末我们去公园散步。",
-    "他把钥匙忘在家里了。",
-    "电脑坏了，需要修理。",
-    "谢谢你的帮助。",
-    "对不起，我迟到了。",
-]
+BATCH_SENTENCES = CORPUS[1:17]  # 16 short everyday Chinese sentences
 
 
 def main() -> int:

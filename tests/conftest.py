@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from decoding import Bundle, LoadOptions, RuntimeOptions, load_bundle
+from server import Settings
+from tests._live import LiveServer, asgi_client
 
 # The tiny random Marian used by parity tests: seed and eos bias chosen so that some outputs stop
 # on their own within a few tokens and others run into max_new_tokens (both paths get checked).
@@ -56,3 +59,17 @@ def hf_tiny(tiny_marian_dir: Path) -> Iterator[tuple[Any, Any]]:
 def default_bundle() -> Bundle:
     """The bundled cn2en zh->en model, exactly as `liuyi serve` loads it."""
     return load_bundle()
+
+
+@pytest.fixture(scope="module")
+def live(default_bundle: Bundle) -> Iterator[LiveServer]:
+    """A real uvicorn on 127.0.0.1 with default settings, shared by a test module's tests."""
+    with LiveServer(Settings(), bundles=[default_bundle]) as server:
+        yield server
+
+
+@pytest.fixture
+async def http(default_bundle: Bundle) -> AsyncIterator[httpx.AsyncClient]:
+    """The app in process with default settings, behind httpx's ASGI transport."""
+    async with asgi_client(Settings(), [default_bundle]) as client:
+        yield client

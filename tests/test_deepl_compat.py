@@ -4,7 +4,7 @@ error bodies."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import deepl
@@ -13,16 +13,10 @@ import pytest
 
 from decoding import Bundle
 from server import Settings
-from tests._live import LiveServer, asgi_client, gated
+from tests._live import LiveServer, gated
 
 TEXT = "我很好。"
 AUTH = {"Authorization": "DeepL-Auth-Key test-key"}
-
-
-@pytest.fixture(scope="module")
-def live(default_bundle: Bundle) -> Iterator[LiveServer]:
-    with LiveServer(Settings(), bundles=[default_bundle]) as server:
-        yield server
 
 
 @pytest.fixture
@@ -30,12 +24,6 @@ def translator(live: LiveServer) -> Iterator[deepl.Translator]:
     translator = deepl.Translator("test-key", server_url=live.url)
     yield translator
     translator.close()
-
-
-@pytest.fixture
-async def http(default_bundle: Bundle) -> AsyncIterator[httpx.AsyncClient]:
-    async with asgi_client(Settings(), [default_bundle]) as client:
-        yield client
 
 
 def test_client_translates_one_text_and_reports_the_detected_language(

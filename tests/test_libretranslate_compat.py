@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.error import HTTPError
 
@@ -15,21 +14,9 @@ from libretranslatepy import LibreTranslateAPI
 
 from decoding import Bundle
 from server import Settings
-from tests._live import LiveServer, asgi_client, gated
+from tests._live import LiveServer, gated
 
 TEXT = "我很好。"
-
-
-@pytest.fixture(scope="module")
-def live(default_bundle: Bundle) -> Iterator[LiveServer]:
-    with LiveServer(Settings(), bundles=[default_bundle]) as server:
-        yield server
-
-
-@pytest.fixture
-async def http(default_bundle: Bundle) -> AsyncIterator[httpx.AsyncClient]:
-    async with asgi_client(Settings(), [default_bundle]) as client:
-        yield client
 
 
 def http_error(info: pytest.ExceptionInfo[HTTPError]) -> tuple[int, dict[str, Any], Any]:

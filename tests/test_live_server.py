@@ -277,8 +277,18 @@ def test_curl_through_a_server_subprocess_gets_deltas_long_before_the_end() -> N
     with ServerProcess(LIUYI_CACHE_SIZE="0") as server:
         started = time.monotonic()
         with subprocess.Popen(
-            ["curl", "--no-buffer", "-sS", "-X", "POST", f"{server.url}/v1/translate/stream",
-             "-H", "content-type: application/json", "-d", json.dumps({"text": text})],
+            [
+                "curl",
+                "--no-buffer",
+                "-sS",
+                "-X",
+                "POST",
+                f"{server.url}/v1/translate/stream",
+                "-H",
+                "content-type: application/json",
+                "-d",
+                json.dumps({"text": text}),
+            ],
             stdout=subprocess.PIPE,
         ) as curl:
             assert curl.stdout is not None
@@ -292,6 +302,8 @@ def test_curl_through_a_server_subprocess_gets_deltas_long_before_the_end() -> N
 
 def test_several_worker_processes_serve_the_same_api() -> None:
     with ServerProcess(LIUYI_WORKERS="2") as server:
-        replies = {httpx.post(f"{server.url}/v1/translate", json={"text": "我很好。"}).json()["translation"]
-                   for _ in range(6)}
+        replies = {
+            httpx.post(f"{server.url}/v1/translate", json={"text": "我很好。"}).json()["translation"]
+            for _ in range(6)
+        }
     assert replies == {"I'm very well."}

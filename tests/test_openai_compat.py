@@ -4,7 +4,7 @@ by raw HTTP where the wire format itself is the point (SSE lines, error bodies).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,21 +18,9 @@ from tests._live import LiveServer, asgi_client, gated
 TEXT = "我很好。"
 
 
-@pytest.fixture(scope="module")
-def live(default_bundle: Bundle) -> Iterator[LiveServer]:
-    with LiveServer(Settings(), bundles=[default_bundle]) as server:
-        yield server
-
-
 @pytest.fixture
 def client(live: LiveServer) -> Iterator[openai.OpenAI]:
     with openai.OpenAI(base_url=f"{live.url}/v1", api_key="unused", max_retries=0) as client:
-        yield client
-
-
-@pytest.fixture
-async def http(default_bundle: Bundle) -> AsyncIterator[httpx.AsyncClient]:
-    async with asgi_client(Settings(), [default_bundle]) as client:
         yield client
 
 
