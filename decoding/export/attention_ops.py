@@ -10,7 +10,7 @@ kernels for exactly these two cases (``com.microsoft`` domain, CPU implementatio
   at each row's own length (``seqlens_k``), and attends to that row's filled positions only — so rows
   of different lengths share one buffer and the unused capacity is never read.
 * ``MultiHeadAttention`` for **cross-attention** to the precomputed encoder keys/values, with a key
-  padding mask for right-padded sources.
+  padding mask for right-padded sources — and for the encoder's own self-attention.
 
 Each op below has a PyTorch implementation (the reference the exporter traces and checks against)
 and an ONNX translation (what the exported graph contains). The ONNX schemas of the two contrib
@@ -90,6 +90,39 @@ def cross_attention(
 
 @cross_attention.register_fake
 def _cross_attention_shape(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    key_mask: torch.Tensor,
+    heads: int,
+    scale: float,
+) -> torch.Tensor:
+    return torch.empty_like(query)
+
+
+@torch.library.custom_op("liuyi::padded_self_attention", mutates_args=())
+def padded_self_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    key_mask: torch.Tensor,
+    heads: int,
+    scale: float,
+) -> torch.Tensor:
+    """The encoder's self-attention: query/key/value (B,S,D) projected, key_mask (B,S) 1 = real token."""
+    batch, length, width = query.shape
+
+    def split(x: torch.Tensor) -> torch.Tensor:
+        return x.view(batch, length, heads, width // heads).transpose(1, 2)
+
+    scores = torch.matmul(split(query), split(key).transpose(2, 3)) * scale
+    scores = scores + (1.0 - key_mask[:, None, None, :].to(scores.dtype)) * NEG
+    out = torch.matmul(torch.softmax(scores, dim=-1), split(value))
+    return out.transpose(1, 2).reshape(batch, length, width)
+
+
+@padded_self_attention.register_fake
+def _padded_self_attention_shape(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
@@ -205,4 +238,5 @@ def onnx_translations() -> dict[Callable[..., Any], Callable[..., Any]]:
     return {
         torch.ops.liuyi.cached_self_attention.default: self_attention_onnx,
         torch.ops.liuyi.cross_attention.default: cross_attention_onnx,
+        torch.ops.liuyi.padded_self_attention.default: cross_attention_onnx,
     }

@@ -23,32 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .attention_ops import NEG, cached_self_attention, cross_attention
-
-
-def _split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
-    """(B, L, D) -> (B, H, L, K)"""
-    batch, length, width = x.shape
-    return x.view(batch, length, heads, width // heads).transpose(1, 2)
-
-
-def _merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """(B, H, L, K) -> (B, L, D)"""
-    batch, heads, length, head_width = x.shape
-    return x.transpose(1, 2).reshape(batch, length, heads * head_width)
-
-
-def _attend(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor, scaling: float
-) -> torch.Tensor:
-    """softmax(q kᵀ · scaling + bias) v; q (B,H,Lq,K), k/v (B,H,Lk,K), bias broadcast to (B,H,Lq,Lk)."""
-    scores = torch.matmul(q, k.transpose(2, 3)) * scaling + bias
-    return torch.matmul(torch.softmax(scores, dim=-1), v)
-
-
-def _padding_bias(mask: torch.Tensor) -> torch.Tensor:
-    """(B, L) int mask, 1 = attend -> (B, 1, 1, L) additive bias."""
-    return (1.0 - mask[:, None, None, :].to(torch.float32)) * NEG
+from .attention_ops import cached_self_attention, cross_attention, padded_self_attention
 
 
 class MarianEncoderGraph(nn.Module):
@@ -57,29 +32,41 @@ class MarianEncoderGraph(nn.Module):
     def __init__(self, model: Any) -> None:
         super().__init__()
         self.encoder: Any = model.model.encoder
-        self.decoder_layers: Any = model.model.decoder.layers
         self.heads: int = model.config.decoder_attention_heads
         self.encoder_heads: int = model.config.encoder_attention_heads
+        # Every decoder layer's cross-attention key and value projections, stacked: one (2L*D x D)
+        # matmul instead of 2L small ones (the encoder's cost is what the first token waits for).
+        projections = [
+            p
+            for layer in model.model.decoder.layers
+            for p in (layer.encoder_attn.k_proj, layer.encoder_attn.v_proj)
+        ]
+        self.cross_weight = nn.Parameter(
+            torch.cat([p.weight for p in projections]).detach(), requires_grad=False
+        )
+        self.cross_bias = nn.Parameter(torch.cat([p.bias for p in projections]).detach(), requires_grad=False)
+        self.cross_count = len(projections)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
         enc = self.encoder
         x = enc.embed_tokens(input_ids) * enc.embed_scale  # (B, S, D)
         x = x + enc.embed_positions.weight[: input_ids.shape[1]]
-        bias = _padding_bias(attention_mask)
         for layer in enc.layers:
             attn = layer.self_attn
-            q = _split_heads(attn.q_proj(x), self.encoder_heads)
-            k = _split_heads(attn.k_proj(x), self.encoder_heads)
-            v = _split_heads(attn.v_proj(x), self.encoder_heads)
-            x = layer.self_attn_layer_norm(
-                x + attn.out_proj(_merge_heads(_attend(q, k, v, bias, attn.scaling)))
+            h = padded_self_attention(
+                attn.q_proj(x),
+                attn.k_proj(x),
+                attn.v_proj(x),
+                attention_mask,
+                self.encoder_heads,
+                attn.scaling,
             )
+            x = layer.self_attn_layer_norm(x + attn.out_proj(h))
             x = layer.final_layer_norm(x + layer.fc2(layer.activation_fn(layer.fc1(x))))
-        outputs: list[torch.Tensor] = []
-        for layer in self.decoder_layers:  # cross-attention K/V, computed once per source
-            outputs.append(_split_heads(layer.encoder_attn.k_proj(x), self.heads))
-            outputs.append(_split_heads(layer.encoder_attn.v_proj(x), self.heads))
-        return tuple(outputs)
+        batch, length, width = x.shape
+        kv = nn.functional.linear(x, self.cross_weight, self.cross_bias)  # (B,S,2L*D): K/V, once per source
+        kv = kv.view(batch, length, self.cross_count, self.heads, width // self.heads).permute(2, 0, 3, 1, 4)
+        return tuple(kv.unbind(0))  # 2L x (B,H,S,K)
 
 
 class MarianDecoderStepGraph(nn.Module):
