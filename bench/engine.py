@@ -316,42 +316,53 @@ def run_worker(name: str, config: dict[str, Any], tokens: int) -> dict[str, Any]
 
 
 def orchestrate(args: argparse.Namespace) -> int:
-    repeats = 3 if args.quick else 11
+    repeats = 3 if args.quick else 5
+    rounds = 1 if args.quick else 3
     threads = [1, 2]
     opus_mt_bundle(int8=False)
     opus_mt_bundle(int8=True)  # build once, before timing anything
-    rows: list[tuple[str, dict[str, Any]]] = []
-
-    def measure(label: str, name: str, **config: Any) -> dict[str, Any]:
-        print(f"measuring {label} ...", file=sys.stderr, flush=True)
-        result = run_worker(name, {"repeats": repeats, **config}, args.tokens)
-        rows.append((label, result))
-        return result
-
     concurrency = [1, 4, 8, 16, 32]
-    liuyi = {
-        t: measure(
-            f"liuyi int8, {t} thread(s)",
+    jobs: list[tuple[str, str, dict[str, Any]]] = [
+        *(
+            (
+                f"liuyi int8, {t} thread(s)",
+                "liuyi",
+                {"int8": True, "threads": t, "concurrency": concurrency, "agreement_with": "fp32"},
+            )
+            for t in threads
+        ),
+        (
+            "liuyi fp32, 2 threads",
             "liuyi",
-            int8=True,
-            threads=t,
-            concurrency=concurrency,
-            agreement_with="fp32",
-        )
-        for t in threads
-    }
-    liuyi_fp32 = measure(
-        "liuyi fp32, 2 threads", "liuyi", int8=False, threads=2, concurrency=[16], agreement_with="int8"
-    )
-    ort = {
-        t: measure(f"bare onnxruntime loop int8, {t} thread(s)", "ort", int8=True, threads=t) for t in threads
-    }
+            {"int8": False, "threads": 2, "concurrency": [16], "agreement_with": "int8"},
+        ),
+        *(
+            (f"bare onnxruntime loop int8, {t} thread(s)", "ort", {"int8": True, "threads": t})
+            for t in threads
+        ),
+        *(
+            (f"CTranslate2 {ct}, {t} thread(s)", "ct2", {"compute_type": ct, "threads": t})
+            for ct in ("int8", "float32")
+            for t in threads
+        ),
+        *((f"transformers PyTorch fp32, {t} thread(s)", "hf", {"threads": t}) for t in threads),
+    ]
+    # The machine is shared and noisy in bursts: every configuration is measured in each of several
+    # rounds, interleaved with the others, and the median over rounds is reported.
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in jobs}
+    for round_number in range(rounds):
+        for label, worker, config in jobs:
+            print(f"round {round_number + 1}/{rounds}: {label} ...", file=sys.stderr, flush=True)
+            runs[label].append(run_worker(worker, {"repeats": repeats, **config}, args.tokens))
+    rows = [(label, _median_of(results)) for label, results in runs.items()]
+    by_label = dict(rows)
+    liuyi = {t: by_label[f"liuyi int8, {t} thread(s)"] for t in threads}
+    liuyi_fp32 = by_label["liuyi fp32, 2 threads"]
+    ort = {t: by_label[f"bare onnxruntime loop int8, {t} thread(s)"] for t in threads}
     ct2 = {
-        (ct, t): measure(f"CTranslate2 {ct}, {t} thread(s)", "ct2", compute_type=ct, threads=t)
-        for ct in ("int8", "float32")
-        for t in threads
+        (ct, t): by_label[f"CTranslate2 {ct}, {t} thread(s)"] for ct in ("int8", "float32") for t in threads
     }
-    hf = {t: measure(f"transformers PyTorch fp32, {t} thread(s)", "hf", threads=t) for t in threads}
+    hf = {t: by_label[f"transformers PyTorch fp32, {t} thread(s)"] for t in threads}
 
     best_t = min(threads, key=lambda t: liuyi[t]["batch1"]["ms_per_token"])
     ours = liuyi[best_t]
@@ -416,12 +427,27 @@ def orchestrate(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps({label: result for label, result in rows}, indent=1))
     args.out.write_text(
-        f"`python bench/engine.py --tokens {args.tokens}{' --quick' if args.quick else ''}`\n\n"
-        + report
-        + "\n",
+        f"`python bench/engine.py --tokens {args.tokens}{' --quick' if args.quick else ''}` "
+        f"(median of {rounds} interleaved rounds x {repeats} runs per configuration)\n\n" + report + "\n",
         encoding="utf-8",
     )
     return 0
+
+
+def _median_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-metric median over rounds (peak RSS: the maximum; token ids: the first round's)."""
+    merged: dict[str, Any] = {}
+    for key, first in results[0].items():
+        values = [result[key] for result in results]
+        if isinstance(first, dict):
+            merged[key] = _median_of(values)
+        elif key == "peak_rss_mb":
+            merged[key] = max(values)
+        elif isinstance(first, int | float):
+            merged[key] = statistics.median(values)
+        else:
+            merged[key] = first
+    return merged
 
 
 def _agreement(a: list[list[int]], b: list[list[int]]) -> float:
