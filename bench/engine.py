@@ -85,7 +85,8 @@ def liuyi_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     bundle = load_bundle(
         opus_mt_bundle(int8=config["int8"]),
         options=LoadOptions(
-            runtime=RuntimeOptions(intra_op_num_threads=config["threads"]), verify_checksums=False
+            runtime=RuntimeOptions(intra_op_num_threads=config["threads"], shared_thread_pool=True),
+            verify_checksums=False,
         ),
     )
     assert len(bundle.tokenizer.encode(TTFT_SENTENCE).ids) == 24
@@ -167,7 +168,8 @@ def ort_bare_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     bundle = load_bundle(
         opus_mt_bundle(int8=config["int8"]),
         options=LoadOptions(
-            runtime=RuntimeOptions(intra_op_num_threads=config["threads"]), verify_checksums=False
+            runtime=RuntimeOptions(intra_op_num_threads=config["threads"], shared_thread_pool=True),
+            verify_checksums=False,
         ),
     )
     m, graphs = bundle.manifest, bundle.graphs

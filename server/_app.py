@@ -58,7 +58,7 @@ def flavour_of(path: str) -> str:
 
 def load_models(settings: Settings) -> list[Bundle]:
     options = LoadOptions(
-        runtime=RuntimeOptions(intra_op_num_threads=settings.inference_threads),
+        runtime=RuntimeOptions(intra_op_num_threads=settings.inference_threads, shared_thread_pool=True),
         max_input_chars=settings.max_input_chars,
     )
     paths = list(settings.models) or bundled_models()[:1]

@@ -190,9 +190,21 @@ def translate(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     if args.url:
         return _translate_remote(args, text)
-    from decoding import DecodeOptions, Delta, ModelRegistry, Result, bundled_models, load_bundle
+    from decoding import (
+        DecodeOptions,
+        Delta,
+        LoadOptions,
+        ModelRegistry,
+        Result,
+        RuntimeOptions,
+        bundled_models,
+        load_bundle,
+    )
 
-    registry = ModelRegistry(load_bundle(p) for p in (args.model or bundled_models()[:1]))
+    load = LoadOptions(
+        runtime=RuntimeOptions(intra_op_num_threads=os.cpu_count() or 1, shared_thread_pool=True)
+    )
+    registry = ModelRegistry(load_bundle(p, options=load) for p in (args.model or bundled_models()[:1]))
     bundle = registry.resolve(args.source, args.target, text)
     for event in bundle.stream(text, options=DecodeOptions(max_new_tokens=args.max_new_tokens)):
         if isinstance(event, Delta):

@@ -49,9 +49,10 @@ def quantize_int8(path: Path) -> None:
 
 
 def session_for_check(path: Path) -> onnxruntime.InferenceSession:
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    """A session to compare an exported graph with PyTorch (through the engine's session factory)."""
+    from .._runtime import RuntimeOptions, create_session
+
+    return create_session(path, RuntimeOptions(), bundle=path.parent)
 
 
 def run_for_cli(convert: Callable[[], Path]) -> int:
