@@ -14,10 +14,8 @@ class ModelRegistry:
 
     def __init__(self, bundles: Iterable[Bundle]) -> None:
         self._by_direction: dict[str, Bundle] = {}
-        self._by_name: dict[str, Bundle] = {}
         for bundle in bundles:
             self._by_direction.setdefault(bundle.direction, bundle)
-            self._by_name.setdefault(bundle.name, bundle)
 
     @property
     def bundles(self) -> list[Bundle]:
@@ -26,9 +24,6 @@ class ModelRegistry:
     @property
     def directions(self) -> list[str]:
         return list(self._by_direction)
-
-    def by_name(self, name: str) -> Bundle | None:
-        return self._by_name.get(name)
 
     def resolve(self, source: str, target: str | None, text: str) -> Bundle:
         """Pick the bundle for a request. ``source`` may be "auto" (guessed from ``text``); a missing

@@ -62,7 +62,7 @@ def segment_event(done: SegmentDone) -> WireEvent:
     }
 
 
-def done_event(result: Result, *, model: str, cached: bool, extra_timings: dict[str, float]) -> WireEvent:
+def done_event(result: Result, *, model: str, cached: bool) -> WireEvent:
     t = result.timings
     timings = {
         "queue_ms": t.queue_ms,
@@ -73,7 +73,6 @@ def done_event(result: Result, *, model: str, cached: bool, extra_timings: dict[
         "decode_ms": t.decode_ms,
         "detokenize_ms": t.detokenize_ms,
     }
-    timings.update(extra_timings)
     return {
         "type": "done",
         "translation": result.translation,

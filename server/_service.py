@@ -363,7 +363,7 @@ class LiveStream(PreparedStream):
         metrics.output_tokens.labels(model).observe(result.output_tokens)
         if result.finish_reason == "cancelled":  # only the watchdog cancels a stream still being read
             return self._fail(RequestTimeout("the translation was stopped"), "timeout")
-        done = done_event(result, model=model, cached=False, extra_timings={})
+        done = done_event(result, model=model, cached=False)
         if self.service.cache.enabled:
             record = CachedTranslation(
                 segments=segment_spans(self.translation.source_segments), events=recorded, done=done
