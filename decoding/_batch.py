@@ -22,7 +22,7 @@ which tensor is which; this code never looks at the model family.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,6 @@ class Row:
     sequence: GreedySequence
     source_length: int
     tag: Any = None
-    steps: int = field(default=0)  # decoder steps taken (tokens generated)
 
 
 class DecodeBatch:
@@ -141,7 +140,6 @@ class DecodeBatch:
             token = row.sequence.choose(top_ids[i], None if logits is None else logits[i])
             tokens[i, 0] = token
             positions[i, 0] += 1
-            row.steps += 1
             chosen.append((row, token))
         self.remove([row for row, _ in chosen if row.sequence.finished])
         return chosen

@@ -10,7 +10,7 @@ import onnxruntime
 
 from ._errors import GraphMismatchError, InferenceError
 from ._manifest import Manifest
-from ._runtime import RuntimeOptions, create_session
+from ._runtime import RuntimeOptions, create_session, first_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +52,15 @@ class Seq2SeqGraphs:
         feeds = {self.manifest.encoder.input_ids: ids}
         if self._encoder_feeds_mask:
             feeds[self.manifest.encoder.attention_mask] = np.ones_like(ids)  # type: ignore[index]
+        return EncodedSource(outputs=self._run_encoder(feeds), length=len(source_ids))
+
+    def _run_encoder(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         names = list(self.manifest.encoder.outputs)
         try:
             arrays = self.encoder.run(names, feeds)
         except Exception as exc:  # onnxruntime errors are untyped
-            raise InferenceError(f"encoder failed: {str(exc).strip().splitlines()[0]}") from None
-        return EncodedSource(outputs=dict(zip(names, arrays, strict=True)), length=len(source_ids))
+            raise InferenceError(f"encoder failed: {first_line(exc)}") from None
+        return dict(zip(names, arrays, strict=True))
 
     def encode_many(self, sources: list[list[int]]) -> list[EncodedSource]:
         """Encode several sentences in one call (right-padded, masked) when the graph allows it:
@@ -73,15 +76,11 @@ class Seq2SeqGraphs:
             mask[row, : len(source)] = 1
         assert self.manifest.encoder.attention_mask is not None
         feeds = {self.manifest.encoder.input_ids: ids, self.manifest.encoder.attention_mask: mask}
-        names = list(self.manifest.encoder.outputs)
-        try:
-            arrays = self.encoder.run(names, feeds)
-        except Exception as exc:
-            raise InferenceError(f"encoder failed: {str(exc).strip().splitlines()[0]}") from None
+        batched = self._run_encoder(feeds)
         encoded = []
         for row, source in enumerate(sources):
             outputs = {}
-            for name, array in zip(names, arrays, strict=True):
+            for name, array in batched.items():
                 layout = self._layouts[name]
                 index: list[slice | int] = [slice(None)] * array.ndim
                 index[layout.batch_axis] = slice(row, row + 1)
@@ -106,7 +105,7 @@ class Seq2SeqGraphs:
         try:
             self.decoder.run_with_iobinding(binding)
         except Exception as exc:  # onnxruntime errors are untyped
-            raise InferenceError(f"decoder step failed: {str(exc).strip().splitlines()[0]}") from None
+            raise InferenceError(f"decoder step failed: {first_line(exc)}") from None
 
 
 def _check_names(

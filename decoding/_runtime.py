@@ -82,6 +82,12 @@ class _ProcessThreadPool:
 _POOL = _ProcessThreadPool()
 
 
+def first_line(exc: BaseException) -> str:
+    """ONNX Runtime's errors are untyped and multi-line; their first line is what a person needs."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def create_session(path: Path, options: RuntimeOptions, *, bundle: Path) -> onnxruntime.InferenceSession:
     """Open one graph. Sessions are safe to share between threads: ``run`` may be called concurrently.
 
@@ -109,5 +115,4 @@ def create_session(path: Path, options: RuntimeOptions, *, bundle: Path) -> onnx
             os.fspath(path), session_options, providers=["CPUExecutionProvider"]
         )
     except Exception as exc:  # onnxruntime raises its own untyped errors for broken graphs
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BundleError(bundle, f"cannot load ONNX graph: {first_line}", file=path.name) from None
+        raise BundleError(bundle, f"cannot load ONNX graph: {first_line(exc)}", file=path.name) from None

@@ -65,7 +65,6 @@ class BatchScheduler:
         self._lock = threading.Condition()
         self._closed = False
         self._joining = 0  # admitted, encoder running, not in the batch yet
-        self.steps = 0  # decoder calls made (a batched call counts once)
         self._thread = threading.Thread(target=self._run, name=f"liuyi-scheduler-{bundle.name}", daemon=True)
         self._thread.start()
 
@@ -202,7 +201,6 @@ class BatchScheduler:
         except InferenceError as exc:
             self._fail_batch(exc)
             return
-        self.steps += 1
         elapsed = (time.perf_counter() - started) * 1000
         rejoining: list[_Entry] = []
         for row, token in chosen:

@@ -88,10 +88,6 @@ class Lifecycle:
     def unregister(self, queue: asyncio.Queue[Any]) -> None:
         self._streams.discard(queue)
 
-    @property
-    def open_streams(self) -> int:
-        return len(self._streams)
-
 
 @dataclass(kw_only=True)
 class PreparedStream:
