@@ -47,7 +47,7 @@ class CachedTranslation:
 
 
 def cache_key(*parts: object) -> str:
-    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()  # ASCII: any str hashes
 
 
 class TranslationCache:
