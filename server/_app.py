@@ -77,7 +77,11 @@ def create_app(settings: Settings | None = None, *, bundles: Sequence[Bundle] | 
         metrics = Metrics()
         lifecycle = Lifecycle()
         cache = TranslationCache(
-            size=settings.cache_size, metrics=metrics, redis_url=settings.redis_url, ttl=settings.cache_ttl
+            size=settings.cache_size,
+            max_bytes=settings.cache_bytes,
+            metrics=metrics,
+            redis_url=settings.redis_url,
+            ttl=settings.cache_ttl,
         )
         service = TranslationService(ModelRegistry(loaded), settings, metrics, cache, lifecycle)
         app.state.settings, app.state.metrics, app.state.lifecycle = settings, metrics, lifecycle
