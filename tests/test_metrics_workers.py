@@ -1,0 +1,65 @@
+"""``/metrics`` of a server with several worker processes describes the whole server: whichever
+worker answers a scrape, counters are the sums over all workers and never go backwards."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests._logged import LoggedServer
+
+TEXTS = ["你好。", "今天天气很好。", "我喜欢喝茶。", "他们明天去北京。"]
+
+
+def scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    response = httpx.get(f"{url}/metrics", timeout=10)
+    assert response.status_code == 200
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_two_workers_report_summed_monotonic_counters_whoever_answers_the_scrape() -> None:
+    with LoggedServer(LIUYI_WORKERS="2", LIUYI_CACHE_SIZE="0") as server:
+        sent, input_tokens = 0, 0
+        with ThreadPoolExecutor(8) as pool, httpx.Client(base_url=server.url, timeout=30) as client:
+            # each request on its own connection, in concurrent batches, until both workers served
+            for _ in range(10):
+                batch = list(
+                    pool.map(
+                        lambda text: httpx.post(f"{server.url}/v1/translate", json={"text": text}, timeout=30),
+                        TEXTS * 4,
+                    )
+                )
+                assert all(r.status_code == 200 for r in batch)
+                sent += len(batch)
+                input_tokens += sum(r.json()["usage"]["input_tokens"] for r in batch)
+                if len({r["pid"] for r in server.access_records()}) >= 2:
+                    break
+            assert client.get("/healthz").status_code == 200
+        assert server.wait_for(lambda r: r["logger"] == "liuyi.access", count=sent + 1)
+        serving_pids = {r["pid"] for r in server.access_records()}
+        assert len(serving_pids) == 2, "both workers served requests"
+
+        scrapes = [scrape(server.url) for _ in range(30)]
+
+    translated = [value(s, "liuyi_requests_total", route="/v1/translate", status="200") for s in scrapes]
+    assert translated == [sent] * len(scrapes)
+    # each scrape counts the scrapes before it, whichever worker served those
+    assert [value(s, "liuyi_requests_total", route="/metrics", status="200") for s in scrapes] == list(
+        range(len(scrapes))
+    )
+    model = "cn2en-gru-zh-en"
+    assert all(value(s, "liuyi_input_tokens_total", model=model) == input_tokens for s in scrapes)
+    assert all(value(s, "liuyi_output_tokens_count", model=model) == sent for s in scrapes)
+    assert all(value(s, "liuyi_active_streams", model=model) == 0 for s in scrapes)
+    for pid in serving_pids:  # process metrics: one series per living worker
+        assert all(value(s, "process_resident_memory_bytes", pid=str(pid)) > 0 for s in scrapes)
