@@ -40,7 +40,9 @@ class LoggedServer(ServerProcess):
         with self._changed:
             return [json.loads(line) for line in self.raw if line]
 
-    def wait_for(self, matches: Callable[[dict[str, Any]], bool], count: int = 1, timeout: float = 30) -> bool:
+    def wait_for(
+        self, matches: Callable[[dict[str, Any]], bool], count: int = 1, timeout: float = 30
+    ) -> bool:
         """Block until ``count`` records match (True) or ``timeout`` seconds pass (False)."""
         deadline = time.monotonic() + timeout
         with self._changed:

@@ -32,13 +32,11 @@ def test_two_workers_report_summed_monotonic_counters_whoever_answers_the_scrape
         sent, input_tokens = 0, 0
         with ThreadPoolExecutor(8) as pool, httpx.Client(base_url=server.url, timeout=30) as client:
             # each request on its own connection, in concurrent batches, until both workers served
+            def translate(text: str) -> httpx.Response:
+                return httpx.post(f"{server.url}/v1/translate", json={"text": text}, timeout=30)
+
             for _ in range(10):
-                batch = list(
-                    pool.map(
-                        lambda text: httpx.post(f"{server.url}/v1/translate", json={"text": text}, timeout=30),
-                        TEXTS * 4,
-                    )
-                )
+                batch = list(pool.map(translate, TEXTS * 4))
                 assert all(r.status_code == 200 for r in batch)
                 sent += len(batch)
                 input_tokens += sum(r.json()["usage"]["input_tokens"] for r in batch)
