@@ -35,6 +35,7 @@ from typing import IO, Any
 from urllib.parse import urlparse
 
 import httpx
+from load import _percentile, wait_ready  # bench/ is on the path when a script there runs
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES: list[str] = [
@@ -179,16 +180,8 @@ def start_server(port: int, workers: int, log: IO[str]) -> tuple[subprocess.Pope
         [sys.executable, "-m", "server", "serve"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("server did not become ready")
-        time.sleep(0.1)
+    wait_ready(process, url)
+    return process, url
 
 
 def cpu_model() -> str:
@@ -201,11 +194,9 @@ def cpu_model() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
 
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, round(pct / 100 * len(ordered) + 0.5) - 1))]
+def ms(values: list[float], pct: float) -> float:
+    """The ``pct`` percentile in milliseconds (nan without values)."""
+    return 1000 * _percentile(sorted(values), pct) if values else float("nan")
 
 
 def render(
@@ -224,8 +215,8 @@ def render(
         f"(+ {args.warm_up:g} s warm-up, not counted); "
         f"server: {server}",
         "",
-        f"**{total} requests, {errors} errors; P50 {1000 * percentile(every, 50):.1f} ms, "
-        f"P95 {1000 * percentile(every, 95):.1f} ms; server RSS {warm / 2**20:.1f} MB after warm-up, "
+        f"**{total} requests, {errors} errors; P50 {ms(every, 50):.1f} ms, "
+        f"P95 {ms(every, 95):.1f} ms; server RSS {warm / 2**20:.1f} MB after warm-up, "
         f"{end / 2**20:.1f} MB at the end ({growth:+.1f} %)**",
         "",
         "| kind | requests | errors | P50 ms | P95 ms |",
@@ -235,8 +226,8 @@ def render(
         kind_errors = sum(n for key, n in tally.errors.items() if key.startswith(kind + ":"))
         values = tally.latencies[kind]
         lines.append(
-            f"| {kind} | {tally.requests[kind]} | {kind_errors} | {1000 * percentile(values, 50):.1f} | "
-            f"{1000 * percentile(values, 95):.1f} |"
+            f"| {kind} | {tally.requests[kind]} | {kind_errors} | {ms(values, 50):.1f} | "
+            f"{ms(values, 95):.1f} |"
         )
     lines.append("")
     if logged_errors is not None:

@@ -8,8 +8,6 @@ import json
 import signal
 import socket
 import threading
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from itertools import count
 from typing import Any
@@ -17,6 +15,7 @@ from typing import Any
 import httpx
 
 from tests._logged import LoggedServer
+from tests.test_live_server import wait_until
 from tests.test_metrics_workers import scrape, value
 from tests.test_redis_cache import RedisServer
 
@@ -29,16 +28,6 @@ def stream_events(client: httpx.Client, text: str) -> list[dict[str, Any]]:
     with client.stream("POST", "/v1/translate/stream", json={"text": text}) as response:
         assert response.status_code == 200, response.read()
         return [json.loads(line) for line in response.iter_lines() if line]
-
-
-def poll(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
-    """Wait for a condition on another process (a metric, a key count), with a deadline."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def error_records(server: LoggedServer) -> list[dict[str, Any]]:
@@ -70,7 +59,7 @@ class Load:
 
     def wait_for(self, requests: int, timeout: float = 30.0) -> bool:
         target = self.done + requests
-        return poll(lambda: self.done >= target, timeout)
+        return wait_until(lambda: self.done >= target, timeout)
 
     def _run(self) -> None:
         with httpx.Client(base_url=self.url, timeout=30) as client:
@@ -101,7 +90,7 @@ def test_redis_stopped_and_restarted_under_load_fails_no_request() -> None:
         second = RedisServer(first.port)
         try:
             keys = redis.Redis(port=second.port)
-            assert poll(lambda: keys.dbsize() > 0), "the server went back to Redis once it returned"
+            assert wait_until(lambda: keys.dbsize() > 0, 20), "the server went back to Redis once it returned"
             assert load.wait_for(10)
             keys.close()
         finally:
@@ -200,7 +189,7 @@ def test_a_storm_of_clients_hanging_up_mid_stream_leaves_the_server_healthy() ->
                 and value(samples, "liuyi_queued_streams", model=MODEL) == 0
             )
 
-        assert poll(idle), "every slot was given back"
+        assert wait_until(idle), "every slot was given back"
         after = httpx.post(f"{server.url}/v1/translate", json={"text": SENTENCE}, timeout=30)
         samples = scrape(server.url)
     assert after.status_code == 200 and after.json()["translation"]

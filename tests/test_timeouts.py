@@ -5,43 +5,19 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-import uvicorn
 
 from decoding import Bundle
 from server import Settings
-from server._serving import PROTOCOL, ServerConfig
 from tests._live import LiveServer, gated
 from tests._logged import LoggedServer
 
 QUESTION = "你喜欢吃苹果吗？"
-
-
-class TimedLiveServer(LiveServer):
-    """``LiveServer`` run with liuyi's own uvicorn protocol and its connection timeouts."""
-
-    def __init__(self, settings: Settings, bundles: list[Bundle]) -> None:
-        super().__init__(settings, bundles)
-        config = ServerConfig(
-            self.app,
-            header_timeout=settings.header_timeout,
-            http=PROTOCOL,
-            timeout_keep_alive=settings.keep_alive_timeout,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            lifespan="on",
-            ws="none",
-            timeout_graceful_shutdown=2,
-        )
-        self.server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self.server.run, name="uvicorn", daemon=True)
 
 
 def slow_headers_until_closed(port: int, limit: float = 20.0) -> bytes:
@@ -78,9 +54,9 @@ def read_until_closed(sock: socket.socket, limit: float = 20.0) -> bytes:
 
 
 @pytest.fixture
-def timed(default_bundle: Bundle) -> Iterator[TimedLiveServer]:
+def timed(default_bundle: Bundle) -> Iterator[LiveServer]:
     settings = Settings(cache_size=0, header_timeout=0.5, keep_alive_timeout=0.5)
-    with TimedLiveServer(settings, [default_bundle]) as server:
+    with LiveServer(settings, [default_bundle]) as server:
         yield server
 
 
@@ -93,12 +69,12 @@ def test_ten_connections_sending_headers_slowly_are_answered_408_and_closed() ->
     assert body["error"]["code"] == "header_timeout"
 
 
-def test_a_connection_that_never_sends_a_byte_is_closed(timed: TimedLiveServer) -> None:
+def test_a_connection_that_never_sends_a_byte_is_closed(timed: LiveServer) -> None:
     with socket.create_connection(("127.0.0.1", timed.port)) as sock:
         assert read_until_closed(sock).startswith(b"HTTP/1.1 408 ")
 
 
-def test_an_idle_keep_alive_connection_is_closed_after_its_response(timed: TimedLiveServer) -> None:
+def test_an_idle_keep_alive_connection_is_closed_after_its_response(timed: LiveServer) -> None:
     with socket.create_connection(("127.0.0.1", timed.port)) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: liuyi\r\n\r\n")
         received = read_until_closed(sock)
@@ -106,7 +82,7 @@ def test_an_idle_keep_alive_connection_is_closed_after_its_response(timed: Timed
     assert b"408" not in received  # idle after a response: closed silently, not a timeout error
 
 
-def test_a_stream_outliving_both_timeouts_completes(timed: TimedLiveServer, default_bundle: Bundle) -> None:
+def test_a_stream_outliving_both_timeouts_completes(timed: LiveServer, default_bundle: Bundle) -> None:
     with gated(default_bundle) as gate, httpx.Client(base_url=timed.url, timeout=30) as client:
         with client.stream("POST", "/v1/translate/stream", json={"text": QUESTION}) as response:
             lines = response.iter_lines()
@@ -125,7 +101,7 @@ def test_a_stream_outliving_both_timeouts_completes(timed: TimedLiveServer, defa
         assert client.get("/healthz").status_code == 200
 
 
-def test_a_request_whose_headers_arrive_in_pieces_in_time_is_served(timed: TimedLiveServer) -> None:
+def test_a_request_whose_headers_arrive_in_pieces_in_time_is_served(timed: LiveServer) -> None:
     with socket.create_connection(("127.0.0.1", timed.port)) as sock:
         for piece in (b"GET /healthz HTTP/1.1\r\n", b"Host: liuyi\r\n", b"Connection: close\r\n\r\n"):
             sock.sendall(piece)
