@@ -177,11 +177,21 @@ def start_server(args: argparse.Namespace) -> tuple[subprocess.Popen[bytes], str
         [sys.executable, "-m", "server", "serve"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    wait_ready(process, url)
+    return process, url
+
+
+def wait_ready(process: subprocess.Popen[bytes], url: str, timeout: float = 120) -> None:
+    """Poll /readyz of a server we started.
+
+    Raises:
+        RuntimeError: it exited or was not ready within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
     while True:
         try:
             if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return process, url
+                return
         except httpx.HTTPError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ._logging import logging_config
 from ._settings import Settings, env_name, settings_from
 
 # option name -> (flag, help); types come from the Settings field
@@ -39,6 +40,8 @@ _SERVE_OPTIONS: dict[str, str] = {
     "log_level": "debug, info, warning or error",
     "heartbeat_interval": "seconds of silence before a stream ping",
     "shutdown_grace": "seconds running streams get after SIGTERM",
+    "header_timeout": "seconds a connection may take to send its request headers (then 408)",
+    "keep_alive_timeout": "seconds an idle keep-alive connection stays open",
 }
 
 
@@ -126,18 +129,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    import logging.config
+
+    from ._serving import run, server_config
 
     overrides = {f.name: getattr(args, f.name) for f in fields(Settings) if f.name in _SERVE_OPTIONS}
     for name in ("models", "api_keys", "cors_origins"):
         if overrides[name] is not None:
             overrides[name] = tuple(overrides[name])
     settings = settings_from(os.environ, **overrides)
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    logging.config.dictConfig(logging_config(settings.log_level))
     from decoding import bundled_models, load_manifest
 
     names = [
@@ -148,24 +149,20 @@ def serve(args: argparse.Namespace) -> int:
         f"liuyi: serving {', '.join(names)} — open {url} in a browser (API docs: {url}openapi.json)",
         flush=True,
     )
-    config_args: dict[str, Any] = {
-        "host": settings.host,
-        "port": settings.port,
-        "log_level": settings.log_level,
-        "access_log": False,
-        "timeout_graceful_shutdown": int(settings.shutdown_grace) + 2,
-        "lifespan": "on",
-        "ws": "none",
-    }
-    if settings.workers > 1:
-        # each worker process rebuilds the same settings from the environment
-        os.environ.update(_as_environment(settings))
-        uvicorn.run("server._cli:app_from_environment", factory=True, workers=settings.workers, **config_args)
-    else:
+    if settings.workers == 1:
         from ._app import create_app
 
-        uvicorn.run(create_app(settings), **config_args)
-    return 0
+        return 0 if run(server_config(settings, create_app(settings))) else 3
+    from ._metrics import MULTIPROCESS_DIR_VARIABLE
+
+    # Each worker process rebuilds the same settings from the environment, and writes its metrics
+    # to files in a directory of its own run, which /metrics in any worker adds up (see _metrics).
+    # Stale files from another run would add up too: the directory is fresh, and removed at exit.
+    with tempfile.TemporaryDirectory(prefix="liuyi-metrics-") as metrics_dir:
+        os.environ.update(_as_environment(settings))
+        os.environ[MULTIPROCESS_DIR_VARIABLE] = metrics_dir
+        config = server_config(settings, "server._cli:app_from_environment", factory=True)
+        return 0 if run(config) else 3
 
 
 def app_from_environment() -> Any:

@@ -1,9 +1,9 @@
-"""Per request: an id (X-Request-ID, echoed on every response), one structured log line and the
-request metrics, measured to the last byte sent."""
+"""Per request: an id (X-Request-ID, echoed on every response, carried by every log record emitted
+while serving it), one structured log line (fields rendered as JSON by ``_logging``) and the request
+metrics, measured to the last byte sent."""
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ._logging import REQUEST_ID
 
 logger = logging.getLogger("liuyi.access")
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")  # a caller's own id is kept if it is harmless
@@ -41,6 +43,9 @@ class AccessLogMiddleware:
         given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
         request_id = given if _CLIENT_ID.match(given) else uuid.uuid4().hex[:16]
         scope.setdefault("state", {})["request_id"] = request_id
+        # not reset afterwards: the request's task ends with the request, and the server's own
+        # records about it (e.g. an unhandled exception) are emitted after this middleware returns
+        REQUEST_ID.set(request_id)
 
         async def send_and_watch(message: Message) -> None:
             nonlocal status
@@ -62,7 +67,7 @@ class AccessLogMiddleware:
                 metrics.requests.labels(route, str(status)).inc()
                 metrics.request_duration.labels(route).observe(elapsed)
             record = {
-                "id": request_id,
+                "request_id": request_id,
                 "method": scope["method"],
                 "path": scope["path"],
                 "route": route,
@@ -70,4 +75,4 @@ class AccessLogMiddleware:
                 "duration_ms": round(elapsed * 1000, 3),
             }
             record.update(scope.get("state", {}).get("liuyi", {}))  # model, tokens, timings, error
-            logger.info(json.dumps(record, ensure_ascii=False))
+            logger.info("%s %s %s", scope["method"], scope["path"], status, extra={"fields": record})

@@ -360,6 +360,7 @@ class LiveStream(PreparedStream):
         metrics, model = self.service.metrics, self.bundle.name
         metrics.queue_wait.labels(model).observe(result.timings.queue_ms / 1000)
         metrics.output_tokens.labels(model).observe(result.output_tokens)
+        metrics.input_tokens.labels(model).inc(result.input_tokens)
         if result.finish_reason == "cancelled":  # only the watchdog cancels a stream still being read
             return self._fail(RequestTimeout("the translation was stopped"), "timeout")
         done = done_event(result, model=model, cached=False)

@@ -36,6 +36,10 @@ class Settings:
     heartbeat_interval: float = 15.0  # seconds of silence before a ping (SSE comment / NDJSON line)
     shutdown_grace: float = 10.0  # on SIGTERM, running streams get this long, then an error event
     retry_after: int = 1  # seconds suggested to overloaded clients
+    # Seconds a connection may take to send its request headers (from connecting, or from the first
+    # byte of its next request); slower clients get 408 and are closed. Not applied to responses.
+    header_timeout: float = 10.0
+    keep_alive_timeout: float = 5.0  # seconds an idle keep-alive connection stays open
 
     @property
     def auth_required(self) -> bool:
@@ -105,7 +109,7 @@ def _check(settings: Settings) -> None:
     for name in ("threads", "max_queued", "cache_size", "cache_bytes", "cache_ttl", "retry_after"):
         if getattr(settings, name) < 0:
             raise ValueError(f"{name} must not be negative")
-    for name in ("request_timeout", "heartbeat_interval"):
+    for name in ("request_timeout", "heartbeat_interval", "header_timeout", "keep_alive_timeout"):
         if getattr(settings, name) <= 0:
             raise ValueError(f"{name} must be positive")
     if settings.shutdown_grace < 0:

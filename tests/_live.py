@@ -20,6 +20,7 @@ import uvicorn
 
 from decoding import Bundle
 from server import Settings, create_app
+from server._serving import PROTOCOL, ServerConfig
 
 
 def free_port() -> int:
@@ -35,8 +36,11 @@ class LiveServer:
         self.port = free_port()
         self.settings = Settings(**{**settings.__dict__, "host": "127.0.0.1", "port": self.port})
         self.app = create_app(self.settings, bundles=bundles)
-        config = uvicorn.Config(
+        config = ServerConfig(  # liuyi's own connection handling (header and keep-alive timeouts)
             self.app,
+            header_timeout=self.settings.header_timeout,
+            http=PROTOCOL,
+            timeout_keep_alive=self.settings.keep_alive_timeout,
             host="127.0.0.1",
             port=self.port,
             log_level="warning",

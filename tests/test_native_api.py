@@ -213,9 +213,10 @@ async def test_one_structured_log_line_per_request_with_stage_timings(
     with caplog.at_level(logging.INFO, logger="liuyi.access"):
         response = await client.post("/v1/translate/stream", json={"text": "我很好。"})
         await client.post("/v1/translate", json={"text": ""})
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "liuyi.access"]
-    streamed, refused = lines
-    assert streamed["id"] == response.headers["x-request-id"]
+    records = [r for r in caplog.records if r.name == "liuyi.access"]
+    streamed, refused = (r.fields for r in records)
+    assert records[0].getMessage() == "POST /v1/translate/stream 200"
+    assert streamed["request_id"] == response.headers["x-request-id"]
     assert (streamed["status"], streamed["route"], streamed["model"]) == (
         200,
         "/v1/translate/stream",

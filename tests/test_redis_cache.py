@@ -16,8 +16,8 @@ from tests._live import ServerProcess, free_port, require_binary
 
 
 class RedisServer:
-    def __init__(self) -> None:
-        self.port = free_port()
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port or free_port()  # a given port: a restart where the server expects it
         self.process = subprocess.Popen(
             [
                 require_binary("redis-server"),
