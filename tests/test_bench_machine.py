@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench._machine import FEATURES, RssSampler, cpu_features, machine_report, peak_rss_mb
+from bench._machine import FEATURES, RssSampler, cpu_features, machine_report
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = (
