@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from tests._live import require_binary
+from tests._live import ServerProcess, require_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "deploy" / "local-cluster.sh"
@@ -228,3 +228,17 @@ class SteadyLoad:
                 return Outcome(started, time.monotonic(), True, True, "")
         except httpx.HTTPError as exc:
             return Outcome(started, time.monotonic(), False, streaming, f"{type(exc).__name__}: {exc}")
+
+
+class Replica(ServerProcess):
+    """A ``liuyi serve`` process; ``port`` given: on that port (a restarted replica keeps its address)."""
+
+    def __init__(self, port: int | None = None, **environment: str) -> None:
+        super().__init__(**environment)
+        if port is not None:
+            self.port = port
+            self.env["LIUYI_PORT"] = str(port)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
