@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 
-from tests._cluster import SCRIPT, Cluster, Outcome, Replica, SteadyLoad, alive
+from tests._cluster import ROOT, SCRIPT, Cluster, Outcome, Replica, SteadyLoad, alive
+from tests.test_live_server import wait_until
 
 # Replicas for load tests: no response cache (every request decodes), one ONNX thread each (two
 # replicas, nginx and the clients share 2 cores), quiet logs, a short drain.
@@ -54,6 +56,11 @@ def test_local_cluster_shares_translations_through_redis_and_stops_everything(tm
         made_on_1 = stream(cluster.info["REPLICA_1_URL"], "你喜欢吃苹果吗？")
         served_by_2 = stream(cluster.info["REPLICA_2_URL"], "你喜欢吃苹果吗？")
         through_nginx = stream(cluster.url, "你喜欢吃苹果吗？")
+        for text in ("我很好。", "我不知道。", "我们走吧！", "他是我的朋友。", "我很好。", "谢谢！"):
+            assert httpx.post(f"{cluster.url}/v1/translate", json={"text": text}).status_code == 200
+        replica_urls = [cluster.info["REPLICA_1_URL"], cluster.info["REPLICA_2_URL"]]
+        assert wait_until(lambda: sum(translations_counted(url) for url in replica_urls) == 6)
+        per_replica = [translations_counted(url) for url in replica_urls]
         pids = cluster.pids()
         assert all(alive(pid) for pid in pids.values())
         code = cluster.stop()
@@ -67,6 +74,27 @@ def test_local_cluster_shares_translations_through_redis_and_stops_everything(tm
     for log in ("nginx-access.log", "nginx-error.log", "replica-1.log", "replica-2.log", "redis.log"):
         assert str(run_dir / log) in cluster.output and (run_dir / log).exists()
     assert "local-cluster: stopped" in cluster.output
+    assert all(count > 0 for count in per_replica)  # least_conn spread them; each replica counts its own
+
+
+def translations_counted(replica_url: str) -> float:
+    """liuyi_requests_total for POST /v1/translate answered 200, scraped from one replica."""
+    metrics = httpx.get(f"{replica_url}/metrics").text
+    wanted = 'liuyi_requests_total{route="/v1/translate",status="200"}'
+    return sum(float(line.split()[-1]) for line in metrics.splitlines() if line.startswith(wanted))
+
+
+def test_prometheus_scrapes_each_replica_of_each_setup_directly() -> None:
+    config = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text(encoding="utf-8"))
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    local = jobs["liuyi-local"]["static_configs"][0]["targets"]
+    assert local == ["127.0.0.1:8081", "127.0.0.1:8082"]  # local-cluster.sh's defaults: 8080 + 1, + 2
+    assert 'port=8080' in SCRIPT.read_text() and "replicas=2" in SCRIPT.read_text()
+    compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8"))
+    replicas = sorted(name for name in compose["services"] if name.startswith("replica-"))
+    assert jobs["liuyi-compose"]["static_configs"][0]["targets"] == [f"{name}:8000" for name in replicas]
+    keep = [rule for rule in jobs["liuyi-kubernetes"]["relabel_configs"] if rule.get("action") == "keep"]
+    assert {rule["regex"] for rule in keep} == {"true", "liuyi"}  # annotated pods of the liuyi Deployment
 
 
 def test_local_cluster_refuses_an_unknown_option_with_one_line() -> None:
