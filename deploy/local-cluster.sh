@@ -8,7 +8,7 @@
 #
 #   --replicas N      replicas to start (default 2), on ports P+1 ... P+N
 #   --port P          nginx's port on 127.0.0.1 (default 8080); redis-server gets P+N+1
-#   --run-dir DIR     where logs, pid files and the rendered nginx config go (default: a new temp dir)
+#   --run-dir DIR     where logs, cluster.env and the rendered nginx config go (default: a new temp dir)
 #   --upstream H:P    front replicas that are already running instead of starting any (repeat)
 #   --redis-url URL   replicas use this Redis instead of starting redis-server
 #   --trust-forwarded-for CIDR
@@ -17,7 +17,8 @@
 #
 # Replicas inherit every LIUYI_* variable of this script's environment (e.g. LIUYI_THREADS=1).
 # `liuyi` must be on PATH (e.g. `PATH=.venv/bin:$PATH`); set LIUYI_BIN to use another command.
-# When everything answers, DIR/cluster.env lists the URLs and process ids (for scripts and tests).
+# When everything answers, DIR/cluster.env lists the URLs and process ids (for scripts and tests;
+# LOCAL_CLUSTER_PID is this script: SIGTERM it to stop the cluster).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,7 +29,7 @@ redis_url=""
 trust=""
 upstreams=()
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; }
 die() { echo "local-cluster: $*" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
@@ -109,7 +110,7 @@ wait_for() {  # wait_for NAME PID CHECK...: until CHECK succeeds, while PID live
 answers() { curl -fsS -o /dev/null --max-time 1 "$1" 2>/dev/null; }           # 2xx
 listening() { curl -sS -o /dev/null --max-time 1 "$1" 2>/dev/null; }  # any HTTP answer
 
-env_lines=("LIUYI_CLUSTER_URL=http://127.0.0.1:$port" "RUN_DIR=$run_dir")
+env_lines=("LIUYI_CLUSTER_URL=http://127.0.0.1:$port" "RUN_DIR=$run_dir" "LOCAL_CLUSTER_PID=$$")
 
 if [ ${#upstreams[@]} -eq 0 ]; then
   if [ -z "$redis_url" ]; then

@@ -64,7 +64,7 @@ def test_local_cluster_shares_translations_through_redis_and_stops_everything(tm
         pids = cluster.pids()
         assert all(alive(pid) for pid in pids.values())
         code = cluster.stop()
-    assert set(pids) == {"REDIS_PID", "REPLICA_1_PID", "REPLICA_2_PID", "NGINX_PID"}
+    assert set(pids) == {"LOCAL_CLUSTER_PID", "REDIS_PID", "REPLICA_1_PID", "REPLICA_2_PID", "NGINX_PID"}
     assert code == 128 + signal.SIGTERM
     assert not [name for name, pid in pids.items() if alive(pid)]
     assert not made_on_1[0]["cached"]
