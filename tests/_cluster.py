@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -52,6 +53,14 @@ def free_port_block(size: int) -> int:
     raise RuntimeError("no block of free ports")
 
 
+def nginx_binary() -> str:
+    """Debian installs nginx in /usr/sbin, which is not on every PATH (local-cluster.sh looks there too)."""
+    found = shutil.which("nginx")
+    if found is None and Path("/usr/sbin/nginx").exists():
+        found = "/usr/sbin/nginx"
+    return found or require_binary("nginx")
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -80,7 +89,7 @@ class Cluster:
         environment: Mapping[str, str] | None = None,
         stop_signal: int = signal.SIGTERM,
     ) -> None:
-        require_binary("nginx")
+        nginx_binary()
         if not upstreams:
             require_binary("redis-server")
         self.run_dir = run_dir
