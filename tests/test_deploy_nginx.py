@@ -21,9 +21,14 @@ import pytest
 
 from decoding import Bundle, load_bundle
 from server import Settings
+from tests import test_live_server
 from tests._cluster import Cluster
 from tests._live import LiveServer, StepGate, free_port, gated, require_binary
 from tests.test_live_server import QUESTION, disconnects, wait_until
+
+# fixtures shared with the direct tests: `live` (a replica, cache off) and `gate` (its decoder held)
+live = test_live_server.live
+gate = test_live_server.gate
 
 STREAM_ROUTES = {
     "ndjson": ("/v1/translate/stream", {"text": QUESTION}, {}),
@@ -45,18 +50,6 @@ def nginx_in_front_of(tmp_path: Path, *replicas: LiveServer | int, **options: An
         yield cluster
     assert cluster.returncode == 130  # Ctrl-C: everything stopped, the script says so
     assert "local-cluster: stopped" in cluster.output
-
-
-@pytest.fixture
-def replica(default_bundle: Bundle) -> Iterator[LiveServer]:
-    with LiveServer(Settings(cache_size=0), bundles=[default_bundle]) as server:
-        yield server
-
-
-@pytest.fixture
-def gate(replica: LiveServer, default_bundle: Bundle) -> Iterator[StepGate]:
-    with gated(default_bundle) as step_gate:  # installed after startup: warm-up is not held
-        yield step_gate
 
 
 def content_of(payload: dict[str, Any]) -> str:
@@ -104,10 +97,10 @@ class CurlStream:
 
 @pytest.mark.parametrize("flavour", list(STREAM_ROUTES))
 def test_streams_through_nginx_arrive_while_the_decoder_is_still_held(
-    tmp_path: Path, replica: LiveServer, gate: StepGate, flavour: str
+    tmp_path: Path, live: LiveServer, gate: StepGate, flavour: str
 ) -> None:
     path, body, headers = STREAM_ROUTES[flavour]
-    with nginx_in_front_of(tmp_path, replica) as cluster:
+    with nginx_in_front_of(tmp_path, live) as cluster:
         curl = CurlStream(cluster.url + path, body, headers)
         try:
             gate.allow(1)
@@ -128,25 +121,25 @@ def test_streams_through_nginx_arrive_while_the_decoder_is_still_held(
     assert first_text + "".join(content_of(payload) for payload in rest) == "Do you like to eat?"
 
 
-def test_a_client_hanging_up_at_nginx_stops_the_replica_within_one_step(
-    tmp_path: Path, replica: LiveServer, gate: StepGate
+def test_curl_interrupted_at_nginx_stops_the_replica_within_one_step(
+    tmp_path: Path, live: LiveServer, gate: StepGate
 ) -> None:
-    scheduler = replica.state.service.schedulers["cn2en-gru-zh-en"]
-    with nginx_in_front_of(tmp_path, replica) as cluster:
-        with (
-            httpx.Client(base_url=cluster.url, timeout=10) as client,
-            client.stream("POST", "/v1/translate/stream", json={"text": QUESTION}) as response,
-        ):
-            lines = response.iter_lines()
-            assert json.loads(next(lines))["type"] == "start"
+    scheduler = live.state.service.schedulers["cn2en-gru-zh-en"]
+    with nginx_in_front_of(tmp_path, live) as cluster:
+        curl = CurlStream(cluster.url + "/v1/translate/stream", {"text": QUESTION}, {})
+        try:
             gate.allow(1)
-            assert json.loads(next(lines))["type"] == "delta"
-            assert gate.wait_for_steps(2)  # step 2 waits at the gate when the client hangs up
-        assert wait_until(lambda: disconnects(replica) == 1)  # nginx closed the replica's connection
-        gate.open()  # step 2 may finish; no step 3 may start
+            first, second = curl.next_payload(), curl.next_payload()
+            assert first and second and (first["type"], second["type"]) == ("start", "delta")
+            assert gate.wait_for_steps(2)  # step 2 waits at the gate when the user presses Ctrl-C
+            curl.process.send_signal(signal.SIGINT)
+            assert wait_until(lambda: disconnects(live) == 1)  # nginx closed the replica's connection
+        finally:
+            gate.open()  # step 2 may finish; no step 3 may start
+            curl.close()
         assert scheduler.wait_idle(10)
-        assert gate.started == 2
-        assert scheduler.active == 0 and scheduler.queued == 0
+    assert gate.started == 2  # of the 7 steps this translation needs
+    assert scheduler.active == 0 and scheduler.queued == 0
 
 
 def test_sse_resume_through_nginx_continues_the_stream_on_the_other_replica(
@@ -259,15 +252,15 @@ def test_replicas_overloaded_answer_503_with_retry_after_through_nginx(
     assert recovered.status_code == 200
 
 
-def test_errors_nginx_produces_itself_are_json_in_liuyis_shape(tmp_path: Path, replica: LiveServer) -> None:
-    with nginx_in_front_of(tmp_path, replica) as cluster:
+def test_errors_nginx_produces_itself_are_json_in_liuyis_shape(tmp_path: Path, live: LiveServer) -> None:
+    with nginx_in_front_of(tmp_path, live) as cluster:
         too_large = httpx.post(
             cluster.url + "/v1/translate",
             content=b'{"text": "' + b"x" * 300_000 + b'"}',
             headers={"content-type": "application/json", "x-request-id": "big-1"},
             timeout=10,
         )
-        replica_metrics = replica.state.metrics.render().decode()
+        replica_metrics = live.state.metrics.render().decode()
     assert too_large.status_code == 413
     assert too_large.headers["content-type"] == "application/json"
     assert too_large.headers["x-request-id"] == "big-1"
@@ -288,12 +281,12 @@ def test_errors_nginx_produces_itself_are_json_in_liuyis_shape(tmp_path: Path, r
 
 
 def test_metrics_answer_internal_addresses_only_and_request_ids_pass_through(
-    tmp_path: Path, replica: LiveServer
+    tmp_path: Path, live: LiveServer
 ) -> None:
     """nginx trusts X-Forwarded-For from 127.0.0.1 here (a load balancer in front), so the test can
     speak from a public address (203.0.113.0/24 is reserved for documentation)."""
     with (
-        nginx_in_front_of(tmp_path, replica, trust_forwarded_for="127.0.0.1") as cluster,
+        nginx_in_front_of(tmp_path, live, trust_forwarded_for="127.0.0.1") as cluster,
         httpx.Client(base_url=cluster.url, timeout=10) as client,
     ):
         public = {"x-forwarded-for": "203.0.113.9"}
