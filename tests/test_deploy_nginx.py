@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -260,24 +261,42 @@ def test_errors_nginx_produces_itself_are_json_in_liuyis_shape(tmp_path: Path, l
             headers={"content-type": "application/json", "x-request-id": "big-1"},
             timeout=10,
         )
+        long_uri = httpx.get(cluster.url + "/v1/models?x=" + "a" * 9000, timeout=10)
+        big_header = httpx.get(cluster.url + "/healthz", headers={"x-big": "a" * 20000}, timeout=10)
+        garbage = raw_exchange(cluster.port, b"NONSENSE\r\n\r\n")
         replica_metrics = live.state.metrics.render().decode()
     assert too_large.status_code == 413
-    assert too_large.headers["content-type"] == "application/json"
     assert too_large.headers["x-request-id"] == "big-1"
-    assert too_large.json() == {
-        "error": {
-            "code": "body_too_large",
-            "message": "request body larger than 262144 bytes",
-            "limit": 262144,
-        }
+    assert too_large.json()["error"] == {
+        "code": "body_too_large",
+        "message": "request body larger than 262144 bytes",
+        "limit": 262144,
     }
     assert 'route="/v1/translate"' not in replica_metrics  # refused by nginx: the replica never saw it
+    assert (long_uri.status_code, long_uri.json()["error"]["code"]) == (414, "uri_too_long")
+    assert (big_header.status_code, big_header.json()["error"]["code"]) == (400, "headers_too_large")
+    head, _, body = garbage.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and b"Content-Type: application/json" in head
+    assert json.loads(body)["error"]["code"] == "bad_request"  # even without a request line to route
+    for response in (too_large, long_uri, big_header):
+        assert response.headers["content-type"] == "application/json"
+        assert set(response.json()) == {"error"} and response.json()["error"]["message"]
 
     with nginx_in_front_of(tmp_path / "down", free_port()) as cluster:  # nothing listens there
         down = httpx.post(cluster.url + "/v1/translate", json={"text": "我很好。"}, timeout=10)
     assert down.status_code == 502 and down.headers["retry-after"] == "1"
     assert down.headers["content-type"] == "application/json"
     assert down.json()["error"]["code"] == "no_replica" and down.json()["error"]["message"]
+
+
+def raw_exchange(port: int, request: bytes) -> bytes:
+    """Send bytes that no HTTP client would send; everything nginx answers before closing."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def test_metrics_answer_internal_addresses_only_and_request_ids_pass_through(
