@@ -66,15 +66,21 @@ stop_all() {
   [ "$stopping" -eq 1 ] && return
   stopping=1
   trap '' INT TERM
-  local i pid
+  local i pid running
+  # all at once, nginx first: replicas drain their streams (--shutdown-grace) in parallel
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-    pid=${pids[i]}
-    kill -TERM "$pid" 2>/dev/null || continue
-    # replicas drain their streams (--shutdown-grace) before exiting; wait, but not forever
-    for _ in $(seq 1 300); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
+    kill -TERM "${pids[i]}" 2>/dev/null || true
+  done
+  for _ in $(seq 1 300); do  # 30 s for everything together, then no more waiting
+    running=0
+    for pid in "${pids[@]}"; do
+      kill -0 "$pid" 2>/dev/null && running=1
     done
+    [ "$running" -eq 0 ] && break
+    sleep 0.1
+  done
+  for i in "${!pids[@]}"; do
+    pid=${pids[i]}
     if kill -0 "$pid" 2>/dev/null; then
       echo "local-cluster: ${names[i]} (pid $pid) did not stop; killing it" >&2
       kill -KILL "$pid" 2>/dev/null || true

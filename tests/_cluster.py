@@ -61,14 +61,21 @@ def nginx_binary() -> str:
     return found or require_binary("nginx")
 
 
-def alive(pid: int) -> bool:
+def started_at(pid: int) -> str | None:
+    """The kernel's start time of process ``pid`` (None: gone, or exited and not yet reaped).
+
+    Comparing start times tells "still running" apart from "the pid now belongs to someone else"."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not yet reaped by its parent) counts as gone
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(") ")[-1].startswith("Z"))
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None if fields[0] == "Z" else fields[19]
+
+
+def alive(pid: int, started: str | None = None) -> bool:
+    """Whether ``pid`` runs (and, given ``started``, is still the process that started then)."""
+    now = started_at(pid)
+    return now is not None and (started is None or now == started)
 
 
 class Cluster:
@@ -107,6 +114,7 @@ class Cluster:
         self.env = {**os.environ, "PATH": path, **(environment or {})}
         self.process: subprocess.Popen[bytes] | None = None
         self.info: dict[str, str] = {}
+        self._started: dict[str, str | None] = {}
         self.returncode: int | None = None
 
     @property
@@ -122,6 +130,10 @@ class Cluster:
     def pids(self) -> dict[str, int]:
         return {name: int(value) for name, value in self.info.items() if name.endswith("_PID")}
 
+    def still_running(self) -> list[str]:
+        """Names (REPLICA_1_PID, NGINX_PID, ...) of the cluster's processes that still run."""
+        return [name for name, pid in self.pids().items() if alive(pid, self._started.get(name))]
+
     def __enter__(self) -> Cluster:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with (self.run_dir / "cluster.out").open("wb") as out:
@@ -135,6 +147,7 @@ class Cluster:
             time.sleep(0.05)  # polling for a file another process writes when it is ready
         lines = env_file.read_text(encoding="utf-8").splitlines()
         self.info = dict(line.split("=", 1) for line in lines if "=" in line)
+        self._started = {name: started_at(pid) for name, pid in self.pids().items()}
         return self
 
     def stop(self) -> int:
@@ -154,7 +167,7 @@ class Cluster:
         if self.process is None:
             return
         self.stop()
-        leftovers = [name for name, pid in self.pids().items() if alive(pid)]
+        leftovers = self.still_running()
         for name in leftovers:  # never leave a process behind, even when the script failed to
             os.kill(self.pids()[name], signal.SIGKILL)
         assert not leftovers, f"local-cluster.sh left running: {leftovers}\n{self.output}"
@@ -167,7 +180,7 @@ class Outcome:
     started: float  # time.monotonic() when it was sent
     ended: float
     ok: bool  # 200, a complete stream ending in `done`
-    streaming: bool  # the response had begun (status 200 and at least the `start` line)
+    streaming: bool  # the response had begun (status 200 received)
     error: str  # what went wrong ("" when ok)
 
 
@@ -228,9 +241,9 @@ class SteadyLoad:
                     response.read()
                     error = f"status {response.status_code}: {response.text[:200]}"
                     return Outcome(started, time.monotonic(), False, False, error)
+                streaming = True  # the answer has begun: from here on nginx cannot retry it
                 last: dict[str, object] = {}
                 for line in response.iter_lines():
-                    streaming = True
                     last = json.loads(line)
                 if last.get("type") != "done":
                     return Outcome(started, time.monotonic(), False, True, f"stream ended with {last}")

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import yaml
 
-from tests._cluster import ROOT, SCRIPT, Cluster, Outcome, Replica, SteadyLoad, alive
+from tests._cluster import ROOT, SCRIPT, Cluster, Outcome, Replica, SteadyLoad
 from tests.test_live_server import wait_until
 
 # Replicas for load tests: no response cache (every request decodes), one ONNX thread each (two
@@ -62,11 +62,12 @@ def test_local_cluster_shares_translations_through_redis_and_stops_everything(tm
         assert wait_until(lambda: sum(translations_counted(url) for url in replica_urls) == 6)
         per_replica = [translations_counted(url) for url in replica_urls]
         pids = cluster.pids()
-        assert all(alive(pid) for pid in pids.values())
+        assert sorted(cluster.still_running()) == sorted(pids)
         code = cluster.stop()
+        left_running = cluster.still_running()
     assert set(pids) == {"LOCAL_CLUSTER_PID", "REDIS_PID", "REPLICA_1_PID", "REPLICA_2_PID", "NGINX_PID"}
     assert code == 128 + signal.SIGTERM
-    assert not [name for name, pid in pids.items() if alive(pid)]
+    assert left_running == []
     assert not made_on_1[0]["cached"]
     assert served_by_2[0]["cached"] and served_by_2[-1]["cached"]  # replica 2 never decoded it: Redis had it
     assert through_nginx[-1]["cached"]

@@ -235,8 +235,9 @@ def test_replicas_overloaded_answer_503_with_retry_after_through_nginx(
     ):
         held = [held_1.iter_lines(), held_2.iter_lines()]
         assert [json.loads(next(lines))["type"] for lines in held] == ["start", "start"]
-        busy = [s.active for r in (a, b) for s in r.state.service.schedulers.values()]
-        assert busy == [1, 1]  # one held stream on each replica: both are full
+        schedulers = [s for r in (a, b) for s in r.state.service.schedulers.values()]
+        # one stream on each replica, decoding (held at the gate): both are full
+        assert wait_until(lambda: [s.active for s in schedulers] == [1, 1])
 
         refused = client.post("/v1/translate", json={"text": "我们走吧！"})
         compat = client.post(
