@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -19,11 +20,12 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 
 from decoding import Bundle, load_bundle
 from server import Settings
 from tests import test_live_server
-from tests._cluster import Cluster
+from tests._cluster import ROOT, Cluster
 from tests._live import LiveServer, StepGate, free_port, gated, require_binary
 from tests.test_live_server import QUESTION, disconnects, wait_until
 
@@ -323,3 +325,23 @@ def test_metrics_answer_internal_addresses_only_and_request_ids_pass_through(
     assert translated.status_code == 200  # only /metrics is restricted
     assert own_id.headers["x-request-id"] == "client-id-7"  # passed to the replica, echoed back
     assert len(fresh_id.headers["x-request-id"]) == 32  # nginx's $request_id (liuyi's own are 16)
+
+
+def test_nginx_limits_agree_with_liuyis_own() -> None:
+    """The proxy's limits are set from liuyi's defaults; this catches one changing without the other."""
+    conf = (ROOT / "deploy" / "nginx" / "liuyi.conf").read_text(encoding="utf-8")
+
+    def seconds(directive: str) -> float:
+        values = re.findall(rf"^\s*{directive} (\d+)s;", conf, flags=re.MULTILINE)
+        assert len(values) == 1, directive
+        return float(values[0])
+
+    defaults = Settings()
+    body_limit = re.findall(r"^\s*client_max_body_size (\d+)k;", conf, flags=re.MULTILINE)
+    assert [int(value) * 1024 for value in body_limit] == [defaults.max_body_bytes]
+    assert f'"limit": {defaults.max_body_bytes}' in conf  # nginx's own 413 names the same limit
+    assert seconds("proxy_read_timeout") > max(defaults.request_timeout, defaults.heartbeat_interval)
+    # idle upstream connections are dropped by nginx before uvicorn drops them under its feet
+    upstream = conf[conf.index("upstream liuyi {") : conf.index("}", conf.index("upstream liuyi {"))]
+    idle = re.findall(r"keepalive_timeout (\d+)s;", upstream)
+    assert len(idle) == 1 and float(idle[0]) < uvicorn.Config(app=None).timeout_keep_alive
