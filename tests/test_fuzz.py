@@ -94,7 +94,9 @@ def mutated(draw: st.DrawFn, path: str) -> dict[str, Any]:
     text = draw(st.sampled_from(["我很好。", "Hello there.", "<b>我很好</b>", "2024"]))
     fields = json.loads(json.dumps(VALID[path]).replace("$TEXT", text))  # English: echoed, not translated
     for _ in range(draw(st.integers(1, 2))):
-        if path == "/v1/chat/completions" and draw(st.booleans()):
+        messages = fields.get("messages")
+        editable = isinstance(messages, list) and messages and isinstance(messages[0], dict)
+        if path == "/v1/chat/completions" and editable and draw(st.booleans()):
             fields["messages"][0][draw(st.sampled_from(["role", "content", "name"]))] = draw(json_values)
         elif fields and draw(st.booleans()):  # hostile text inside an otherwise valid string field
             key = draw(st.sampled_from(sorted(fields)))
