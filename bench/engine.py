@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._machine import RssSampler, machine_report, peak_rss_mb
 from bench._models import OUT, opus_mt_bundle, opus_mt_checkpoint
 from decoding.export.synthetic import CORPUS
 
@@ -45,7 +45,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.worker:
         result = WORKERS[args.worker](json.loads(args.config), args.tokens)
-        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        result["peak_rss_mb"] = peak_rss_mb()  # VmHWM: this process only (see bench/_machine.py)
         print(json.dumps(result))
         return 0
     return orchestrate(args)
@@ -311,10 +311,15 @@ def run_worker(name: str, config: dict[str, Any], tokens: int) -> dict[str, Any]
         "--tokens",
         str(tokens),
     ]
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
-    if completed.returncode != 0:
-        raise RuntimeError(f"{name} {config} failed:\n{completed.stderr[-3000:]}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as worker:
+        sampler = RssSampler(worker.pid)
+        stdout, stderr = worker.communicate()
+        sampled = sampler.stop()
+    if worker.returncode != 0:
+        raise RuntimeError(f"{name} {config} failed:\n{stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
+    result["sampled_rss_mb"] = sampled  # polled from outside: cross-checks the worker's own VmHWM
+    return result
 
 
 def orchestrate(args: argparse.Namespace) -> int:
@@ -374,7 +379,10 @@ def orchestrate(args: argparse.Namespace) -> int:
     agreement = _agreement(ours["ids"], liuyi_fp32["ids"])
 
     lines = [
-        "| engine | TTFT ms | ms/token | tokens/s (batch 1) | batch-16 tokens/s | peak RSS MB |",
+        machine_report(),
+        "",
+        "| engine | TTFT ms | ms/token | tokens/s (batch 1) | batch-16 tokens/s | peak RSS MB "
+        "(VmHWM / sampled) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for label, result in rows:
@@ -384,7 +392,8 @@ def orchestrate(args: argparse.Namespace) -> int:
         )
         lines.append(
             f"| {label} | {b1['ttft_ms']:.1f} | {b1['ms_per_token']:.2f} | {b1['tokens_per_s']:.0f} | "
-            f"{f'{batch16:.0f}' if batch16 else '—'} | {result['peak_rss_mb']:.0f} |"
+            f"{f'{batch16:.0f}' if batch16 else '—'} | "
+            f"{result['peak_rss_mb']:.0f} / {result['sampled_rss_mb']:.0f} |"
         )
     lines += [
         "",
@@ -443,7 +452,7 @@ def _median_of(results: list[dict[str, Any]]) -> dict[str, Any]:
         values = [result[key] for result in results]
         if isinstance(first, dict):
             merged[key] = _median_of(values)
-        elif key == "peak_rss_mb":
+        elif key in ("peak_rss_mb", "sampled_rss_mb"):
             merged[key] = max(values)
         elif isinstance(first, int | float):
             merged[key] = statistics.median(values)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ._errors import UnsupportedLanguageError
@@ -48,15 +49,20 @@ class Detection:
     confidence: float  # 0..1
 
 
+# Han ideographs in every block Unicode has (Unified, Extensions A-I in and beyond the BMP,
+# Compatibility, radicals): rare characters of names and classical text live in Extension B and later.
+_HAN = re.compile(
+    "[\u2e80-\u2fdf\u3005\u3007\u3021-\u3029\u3038-\u303b\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\U00020000-\U0003134f\U00031350-\U000323af]"
+)
+_LATIN = re.compile("[A-Za-z]")
+
+
 def detect_language(text: str) -> Detection:
     """Han characters vs Latin letters. A Han character carries about as much as a 3-4 letter word,
     so a text counts as Chinese once Han characters are at least a quarter as many as letters."""
-    han = sum(
-        1
-        for ch in text
-        if "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf" or "\uf900" <= ch <= "\ufaff"
-    )
-    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    han = len(_HAN.findall(text))
+    latin = len(_LATIN.findall(text))
     if han == 0 and latin == 0:
         return Detection(language="en", confidence=0.0)
     weight_zh, weight_en = han * 4.0, float(latin)

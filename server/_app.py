@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from decoding import (
     Bundle,
@@ -32,7 +33,7 @@ from decoding import (
 )
 
 from ._cache import TranslationCache
-from ._errors import ApiError, MethodNotAllowed, NotFound, error_payload, to_api_error
+from ._errors import ApiError, InternalError, MethodNotAllowed, NotFound, error_payload, to_api_error
 from ._metrics import Metrics
 from ._middleware import AccessLogMiddleware
 from ._native import ROUTES as NATIVE_ROUTES
@@ -76,7 +77,11 @@ def create_app(settings: Settings | None = None, *, bundles: Sequence[Bundle] | 
         metrics = Metrics()
         lifecycle = Lifecycle()
         cache = TranslationCache(
-            size=settings.cache_size, metrics=metrics, redis_url=settings.redis_url, ttl=settings.cache_ttl
+            size=settings.cache_size,
+            max_bytes=settings.cache_bytes,
+            metrics=metrics,
+            redis_url=settings.redis_url,
+            ttl=settings.cache_ttl,
         )
         service = TranslationService(ModelRegistry(loaded), settings, metrics, cache, lifecycle)
         app.state.settings, app.state.metrics, app.state.lifecycle = settings, metrics, lifecycle
@@ -110,13 +115,14 @@ def create_app(settings: Settings | None = None, *, bundles: Sequence[Bundle] | 
                 max_age=600,
             )
         )
-    # ApiError/DecodingError/HTTPException are answered by the exception middleware; anything else is a
-    # bug: ServerErrorMiddleware sends our JSON 500 (no stack trace) and re-raises it for the server log.
+    # Innermost: any exception no handler below knows (a bug) becomes our JSON 500 here, without
+    # Starlette's ServerErrorMiddleware, which re-raises it and so makes uvicorn drop the connection.
+    middleware.append(Middleware(_CatchAllMiddleware))
+    # ApiError/DecodingError/HTTPException are answered by the exception middleware.
     handlers: dict[Any, Callable[..., Any]] = {
         ApiError: _handle_error,
         DecodingError: _handle_error,
         HTTPException: _handle_error,
-        Exception: _handle_error,
     }
     app = Starlette(routes=routes, middleware=middleware, exception_handlers=handlers, lifespan=lifespan)
     app.state.settings = settings
@@ -144,7 +150,7 @@ async def _index(request: Request) -> Response:
 
 
 async def _handle_error(request: Request, exc: Exception) -> Response:
-    """The one place where exceptions become responses."""
+    """Expected errors (bad input, overload, HTTP errors Starlette raises) become responses here."""
     if isinstance(exc, HTTPException):
         if exc.status_code == 405:
             error: ApiError = MethodNotAllowed(
@@ -159,11 +165,50 @@ async def _handle_error(request: Request, exc: Exception) -> Response:
         error = to_api_error(exc, retry_after=request.app.state.settings.retry_after)
         if not isinstance(exc, ApiError) and error.status >= 500:
             logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    status, body = error_payload(error, flavour_of(request.url.path))
-    metrics = getattr(request.app.state, "metrics", None)
+    return error_response(request.scope, error)
+
+
+def error_response(scope: Scope, error: ApiError) -> Response:
+    """The one place where an error becomes a response: the API flavour's body, counted by code and
+    named in the request's access-log line."""
+    status, body = error_payload(error, flavour_of(scope["path"]))
+    scope.setdefault("state", {}).setdefault("liuyi", {})["error"] = error.code
+    app_state = scope["app"].state if "app" in scope else None
+    metrics = getattr(app_state, "metrics", None)
     if metrics is not None:
         metrics.errors.labels(error.code).inc()
     return JSONResponse(body, status_code=status, headers=error.headers)
+
+
+class _CatchAllMiddleware:
+    """A bug in a route must cost one request, not the connection: answer a JSON 500 (logged here,
+    with its traceback, on the server only) and return normally so the connection stays usable.
+    Once a response has started nothing can be said any more: the exception goes on to the server,
+    which closes the connection (an unfinished body must not look complete). Streams end with an
+    ``error`` event before that can happen (see ``_service``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception:
+            if started:
+                raise
+            logger.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            response = error_response(scope, InternalError("internal server error"))
+            await response(scope, receive, send)
 
 
 def _drain_on_sigterm(lifecycle: Lifecycle, grace: float) -> Callable[[], None]:

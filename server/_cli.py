@@ -32,6 +32,7 @@ _SERVE_OPTIONS: dict[str, str] = {
     "max_queued": "requests allowed to wait for a place; more get 503/429",
     "request_timeout": "seconds before an unfinished request ends with request_timeout",
     "cache_size": "finished translations kept in memory (0 = off)",
+    "cache_bytes": "memory the in-process cache may use, in bytes (0 = off)",
     "cache_ttl": "seconds a translation stays in Redis",
     "redis_url": "Redis URL for a cache shared by workers and replicas",
     "api_keys": "accepted API key (repeat for several); none = no authentication",

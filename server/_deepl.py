@@ -29,7 +29,7 @@ from starlette.routing import Route
 from decoding import Bundle
 
 from ._errors import BadRequest
-from ._http import FORM_TYPES, JSON_TYPES, check_api_key, media_type, optional_str, read_fields
+from ._http import FORM_TYPES, JSON_TYPES, check_api_key, media_type, optional_str, query_fields, read_fields
 from ._native import services
 from ._texts import text_list, translate_texts
 
@@ -98,7 +98,7 @@ async def translate(request: Request) -> Response:
 async def parameters(request: Request) -> Mapping[str, Any]:
     """Query parameters, plus the body's fields when there is one: the official client sends
     ``type=target`` as a form body even on GET."""
-    params: dict[str, Any] = dict(request.query_params)
+    params = query_fields(request)
     if media_type(request) in (*JSON_TYPES, *FORM_TYPES):
         params.update(await read_fields(request, request.app.state.settings))
     return params

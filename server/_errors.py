@@ -5,9 +5,9 @@ are mapped to :class:`ApiError` by :func:`to_api_error`, and each API flavour re
 ``ApiError`` in its own shape (native, OpenAI, LibreTranslate, DeepL) — the status is shared.
 
     ApiError                     status  code(s)
-    ├── BadRequest               400     invalid_json, invalid_form, invalid_field, missing_text,
-    │                                    empty_text, invalid_option, unsupported_language,
-    │                                    unsupported_direction
+    ├── BadRequest               400     invalid_json, invalid_form, invalid_unicode, invalid_field,
+    │                                    missing_text, empty_text, invalid_option,
+    │                                    unsupported_language, unsupported_direction
     ├── Unauthorized             401     missing_api_key, invalid_api_key
     ├── NotFound                 404     not_found, model_not_found (OpenAI API)
     ├── MethodNotAllowed         405     method_not_allowed
@@ -15,6 +15,8 @@ are mapped to :class:`ApiError` by :func:`to_api_error`, and each API flavour re
     ├── UnsupportedMediaType     415     unsupported_media_type
     ├── Overloaded               503     overloaded, shutting_down   (+ Retry-After; 429 on compat APIs)
     ├── RequestTimeout           504     request_timeout
+    ├── ClientClosedRequest      499     client_closed_request (the client left before its request
+    │                                    was read: logged and counted, never sent — nginx's status)
     └── InternalError            500     internal_error, inference_failed, bundle_* (a broken model)
 
 (``http_error`` carries the status of any other HTTP exception Starlette raises. The engine's own
@@ -109,6 +111,11 @@ class Overloaded(ApiError):
 class RequestTimeout(ApiError):
     status = 504
     code = "request_timeout"
+
+
+class ClientClosedRequest(ApiError):
+    status = 499
+    code = "client_closed_request"
 
 
 class InternalError(ApiError):

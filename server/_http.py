@@ -1,17 +1,18 @@
-"""Reading requests safely: size limits before parsing, media types, JSON shapes, API keys."""
+"""Reading requests safely: size limits before parsing, media types, field shapes, API keys.
+
+Bytes become values in ``_decode`` (strict UTF-8, bounded JSON nesting); this module decides which
+decoder a request needs and what its fields must look like."""
 
 from __future__ import annotations
 
 import hmac
-import json
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from starlette.datastructures import FormData
-from starlette.formparsers import FormParser, MultiPartException, MultiPartParser
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
-from ._errors import BadRequest, PayloadTooLarge, Unauthorized, UnsupportedMediaType
+from ._decode import Fields, decode_json, decode_multipart, decode_query, decode_urlencoded
+from ._errors import BadRequest, ClientClosedRequest, PayloadTooLarge, Unauthorized, UnsupportedMediaType
 from ._settings import Settings
 
 JSON_TYPES = ("application/json",)
@@ -32,11 +33,14 @@ async def read_body(request: Request, settings: Settings) -> bytes:
             f"request body is {declared} bytes; the limit is {limit}", details={"limit": limit}
         )
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"request body exceeds {limit} bytes", details={"limit": limit})
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"request body exceeds {limit} bytes", details={"limit": limit})
+            chunks.append(chunk)
+    except ClientDisconnect:  # the client went away mid-body: its problem, not a server error
+        raise ClientClosedRequest("the client closed the connection while sending the body") from None
     return b"".join(chunks)
 
 
@@ -50,41 +54,41 @@ async def read_json_object(request: Request, settings: Settings) -> dict[str, An
 
 
 def parse_json_object(body: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRequest(f"the body is not valid JSON: {exc}", code="invalid_json") from None
+    value = decode_json(body)
     if not isinstance(value, dict):
         raise BadRequest("the body must be a JSON object", code="invalid_json")
     return value
 
 
 async def read_fields(request: Request, settings: Settings) -> Mapping[str, Any]:
-    """JSON object or form fields (LibreTranslate and DeepL clients send either)."""
+    """JSON object or form fields (LibreTranslate and DeepL clients send either). A form field sent
+    several times becomes a list, as DeepL's repeated ``text`` needs."""
     kind = media_type(request)
     if kind in JSON_TYPES:
         return await read_json_object(request, settings)
     if kind in FORM_TYPES:
-        form = await parse_form(request, await read_body(request, settings))
-        fields = {key: (form.getlist(key) if len(form.getlist(key)) > 1 else form[key]) for key in form}
-        await form.close()  # file parts are never wanted: their values fail validation as non-strings
-        return fields
+        body = await read_body(request, settings)
+        if kind == "multipart/form-data":
+            return grouped(decode_multipart(body, request.headers.get("content-type", "")))
+        return grouped(decode_urlencoded(body))
     raise UnsupportedMediaType(f"send JSON or form data (got {kind or 'no content type'})")
 
 
-async def parse_form(request: Request, body: bytes) -> FormData:
-    """Parse a body already read (and size-checked) by :func:`read_body`: ``request.form()`` would
-    try to read the consumed stream again."""
+def query_fields(request: Request) -> dict[str, Any]:
+    """The query string's parameters, decoded strictly (Starlette's ``query_params`` replaces
+    invalid UTF-8 silently); a parameter given several times becomes a list."""
+    return grouped(decode_query(request.scope.get("query_string", b"")))
 
-    async def chunks() -> AsyncGenerator[bytes, None]:
-        yield body
 
-    try:
-        if media_type(request) == "multipart/form-data":
-            return await MultiPartParser(request.headers, chunks()).parse()
-        return await FormParser(request.headers, chunks()).parse()
-    except MultiPartException as exc:
-        raise BadRequest(f"the form data is malformed: {exc.message}", code="invalid_form") from None
+def grouped(pairs: Fields) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in fields:
+            previous = fields[key]
+            fields[key] = [*previous, value] if isinstance(previous, list) else [previous, value]
+        else:
+            fields[key] = value
+    return fields
 
 
 def text_field(body: Mapping[str, Any], name: str = "text") -> str:
@@ -120,7 +124,8 @@ def presented_key(request: Request, body_key: object = None) -> str | None:
     scheme, _, credential = auth.partition(" ")
     if scheme.lower() in ("bearer", "deepl-auth-key") and credential.strip():
         return credential.strip()
-    for candidate in (request.headers.get("x-api-key"), body_key, request.query_params.get("api_key")):
+    query_key = query_fields(request).get("api_key")
+    for candidate in (request.headers.get("x-api-key"), body_key, query_key):
         if isinstance(candidate, str) and candidate:
             return candidate
     return None
@@ -133,5 +138,6 @@ def check_api_key(request: Request, settings: Settings, body_key: object = None)
     key = presented_key(request, body_key)
     if key is None:
         raise Unauthorized("an API key is required (Authorization: Bearer <key>)", code="missing_api_key")
-    if not any(hmac.compare_digest(key.encode(), allowed.encode()) for allowed in settings.api_keys):
+    given = key.encode("utf-8", "surrogatepass")
+    if not any(hmac.compare_digest(given, allowed.encode()) for allowed in settings.api_keys):
         raise Unauthorized("the API key is not valid", code="invalid_api_key")

@@ -16,6 +16,7 @@ from ._http import (
     check_api_key,
     optional_positive_int,
     optional_str,
+    query_fields,
     read_json_object,
     text_field,
 )
@@ -78,7 +79,7 @@ async def translate_stream(request: Request) -> Response:
     service, settings = services(request)
     if request.method == "GET":  # EventSource: parameters in the query string, always SSE
         check_api_key(request, settings)
-        params: dict[str, Any] = dict(request.query_params)
+        params = query_fields(request)
         if "max_new_tokens" in params:
             params["max_new_tokens"] = _query_int(params["max_new_tokens"])
         prepared = await service.prepare(translate_request(params), **log_context(request))
@@ -91,8 +92,12 @@ async def translate_stream(request: Request) -> Response:
     return ndjson_response(prepared)
 
 
-def _query_int(value: str) -> int | str:
-    return int(value) if value.lstrip("-").isdigit() else value  # non-numbers fail validation with 400
+def _query_int(value: object) -> object:
+    """Query values are strings; a decimal integer becomes an int, anything else is left to fail
+    validation with a 400."""
+    if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit():
+        return int(value)
+    return value
 
 
 def last_event_id(request: Request) -> int:
@@ -100,7 +105,7 @@ def last_event_id(request: Request) -> int:
     raw = request.headers.get("last-event-id", "").strip()
     if not raw:
         return -1
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise BadRequest(
             "Last-Event-ID must be the integer id of a received event",
             code="invalid_field",

@@ -107,6 +107,7 @@ class Code:
     param: str | None = None
     details: dict[str, int] = field(default_factory=dict)
     flavours: tuple[str, ...] = FLAVOURS  # the APIs that can send it
+    answered: bool = True  # False: only logged and counted (the client is gone), no response documented
 
     def error(self) -> ApiError:
         error = ApiError(self.example, code=self.code, param=self.param, details=dict(self.details))
@@ -121,7 +122,17 @@ def _bundle(code: str, problem: str) -> Code:
 
 ERROR_CODES = (
     Code(
-        "invalid_json", 400, "The body is not JSON, or not a JSON object.", "the body must be a JSON object"
+        "invalid_json",
+        400,
+        "The body is not JSON, not a JSON object, or nests deeper than `limit` (32) levels.",
+        "the body must be a JSON object",
+    ),
+    Code(
+        "invalid_unicode",
+        400,
+        "The body, a form field or the query string is not valid UTF-8 (also percent-escapes), or a JSON "
+        "string holds a lone surrogate (`\\ud800`): text must be Unicode characters.",
+        "the body holds a lone surrogate (U+D800), which is not a character",
     ),
     Code(
         "invalid_field",
@@ -226,6 +237,14 @@ ERROR_CODES = (
         "The translation did not finish within the request timeout (in a stream: the `error` event).",
         "no result within 60 s",
     ),
+    Code(
+        "client_closed_request",
+        499,
+        "The client closed the connection before its request was read. Never received by anyone: it "
+        "names such requests in access logs and metrics (nginx's 499), apart from server errors.",
+        "the client closed the connection while sending the body",
+        answered=False,
+    ),
     Code("internal_error", 500, "A bug; details are in the server log only.", "internal server error"),
     Code(
         "inference_failed", 500, "ONNX Runtime failed running the model.", "the model failed on this request"
@@ -247,7 +266,7 @@ ERROR_SCHEMAS = {
 
 
 def codes_of(flavour: str, status: int) -> list[Code]:
-    return [c for c in ERROR_CODES if c.status == status and flavour in c.flavours]
+    return [c for c in ERROR_CODES if c.status == status and flavour in c.flavours and c.answered]
 
 
 def sent_status(flavour: str, status: int) -> int:

@@ -36,7 +36,7 @@ from decoding import (
 )
 
 from ._cache import CachedTranslation, TranslationCache, cache_key
-from ._errors import ApiError, Overloaded, RequestTimeout, to_api_error
+from ._errors import ApiError, InternalError, Overloaded, RequestTimeout, to_api_error
 from ._events import (
     PING,
     WireEvent,
@@ -328,6 +328,9 @@ class LiveStream(PreparedStream):
                     continue
                 recorded.append(event)
                 yield event
+        except Exception:  # a bug must still end the stream with exactly one terminal record
+            logger.exception("stream %s failed", self.request_id)
+            yield self._fail(InternalError("internal server error"), "error")
         finally:
             lifecycle.unregister(self._queue)
             if not self._finished:

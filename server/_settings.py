@@ -27,6 +27,7 @@ class Settings:
     max_queued: int = 64  # waiting for a place; beyond that: 503 (native) / 429 (compat) + Retry-After
     request_timeout: float = 60.0  # seconds from arrival to the last token; then request_timeout
     cache_size: int = 1024  # finished translations kept in memory (LRU); 0 = no cache
+    cache_bytes: int = 64 << 20  # memory those may take (serialized); 0 = no in-process cache
     cache_ttl: int = 24 * 3600  # seconds a translation lives in Redis
     redis_url: str | None = None  # e.g. redis://127.0.0.1:6379/0: cache shared by workers/replicas
     api_keys: tuple[str, ...] = ()  # empty = no authentication
@@ -105,7 +106,7 @@ def _check(settings: Settings) -> None:
     for name in positive:
         if getattr(settings, name) < 1:
             raise ValueError(f"{name} must be at least 1")
-    for name in ("threads", "max_queued", "cache_size", "cache_ttl", "retry_after"):
+    for name in ("threads", "max_queued", "cache_size", "cache_bytes", "cache_ttl", "retry_after"):
         if getattr(settings, name) < 0:
             raise ValueError(f"{name} must not be negative")
     for name in ("request_timeout", "heartbeat_interval", "header_timeout", "keep_alive_timeout"):

@@ -17,18 +17,16 @@ Deliberate choices:
   the target language already comes back unchanged (what LibreTranslate and DeepL do too), instead
   of failing with "no model translates en->en"; so does a text without a single letter ("2024",
   "🙂"). A source *named* equal to the target is still a 400 (most likely a misconfigured client).
-- Markup: tags, comments and the content of ``<script>``/``<style>`` are copied verbatim; each text
-  run between tags is translated on its own (entities decoded first, the result escaped again).
-  A sentence cut by inline tags (``我<b>很</b>好``) is therefore translated in pieces: the price of
-  keeping every tag where it was without an alignment model.
+- Markup (``_markup.py``): tags, comments and code are copied verbatim; each text run between
+  tags is translated on its own (entities decoded first, the result escaped again). A sentence cut
+  by inline tags (``我<b>很</b>好``) is therefore translated in pieces: the price of keeping every
+  tag where it was without an alignment model.
 - Blank items of a list come back as they were (a single blank text is a 400, see :func:`text_list`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
-import re
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -36,13 +34,10 @@ from typing import Any, TypeVar
 from decoding import detect_language, normalize_language
 
 from ._errors import BadRequest
+from ._markup import Markup
 from ._service import TranslateRequest, TranslationService
 
 T = TypeVar("T")
-# Comments, CDATA, and tags (a "<" not followed by a name, "/", "!" or "?" is text, as in browsers).
-_MARKUP = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<[A-Za-z/!?][^>]*>", re.DOTALL)
-_RAW_TEXT_TAG = re.compile(r"<\s*(script|style)\b", re.IGNORECASE)
-_SPACE = re.compile(r"^(\s*)(.*?)(\s*)$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,50 +65,6 @@ def text_list(body: Mapping[str, Any], name: str) -> tuple[list[str], bool]:
     if not value:
         raise BadRequest(f"'{name}' is an empty list", code="empty_text", param=name)
     return list(value), True
-
-
-class Markup:
-    """A document cut into verbatim pieces and translatable text runs (``parts[i]`` for i in
-    ``runs``, surrounding whitespace split off into their own parts)."""
-
-    def __init__(self, document: str) -> None:
-        self.parts: list[str] = []
-        self.runs: list[int] = []
-        raw_until: str | None = None  # inside <script>/<style>: the closing tag we wait for
-        position = 0
-        for match in _MARKUP.finditer(document):
-            self._text(document[position : match.start()], verbatim=raw_until is not None)
-            tag = match.group()
-            if raw_until is not None:
-                if tag.lower().replace(" ", "").startswith(raw_until):
-                    raw_until = None
-            elif opened := _RAW_TEXT_TAG.match(tag):
-                raw_until = f"</{opened.group(1).lower()}"
-            self.parts.append(tag)
-            position = match.end()
-        self._text(document[position:], verbatim=raw_until is not None)
-
-    def _text(self, text: str, *, verbatim: bool) -> None:
-        if not text:
-            return
-        if verbatim or not any(ch.isalpha() for ch in html.unescape(text)):  # "2024年" has one: 年
-            self.parts.append(text)
-            return
-        match = _SPACE.match(text)
-        assert match is not None  # the pattern matches any string
-        lead, core, trail = match.groups()
-        self.parts.extend(part for part in (lead, core, trail) if part)
-        self.runs.append(len(self.parts) - (2 if trail else 1))
-
-    def texts(self) -> list[str]:
-        """The text runs to translate, entities decoded."""
-        return [html.unescape(self.parts[index]) for index in self.runs]
-
-    def fill(self, translations: Sequence[str]) -> str:
-        parts = list(self.parts)
-        for index, translation in zip(self.runs, translations, strict=True):
-            parts[index] = html.escape(translation, quote=False)
-        return "".join(parts)
 
 
 async def translate_texts(

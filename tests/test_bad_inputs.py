@@ -35,11 +35,21 @@ def body(**fields: Any) -> bytes:
 
 
 CASES = [
-    Case("truncated JSON", 400, "invalid_json", body=b'{"text": "\xe4\xbd'),
+    Case("truncated JSON", 400, "invalid_json", body=b'{"text": "ab'),
+    Case("truncated inside a character", 400, "invalid_unicode", body=b'{"text": "\xe4\xbd'),
+    Case("escaped lone surrogate", 400, "invalid_unicode", body=b'{"text": "\\ud800"}'),
+    Case("UTF-8-encoded surrogate bytes", 400, "invalid_unicode", body=b'{"text": "\xed\xa0\x80"}'),
+    Case("lone surrogate in a key", 400, "invalid_unicode", body=b'{"text": "hi", "\\udfff": 1}'),
+    Case(
+        "200 KB of nested brackets",
+        400,
+        "invalid_json",
+        body=b'{"text": "hi", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    ),
     Case("JSON array", 400, "invalid_json", body='["我很好"]'.encode()),
     Case("JSON string", 400, "invalid_json", body='"我很好"'.encode()),
     Case("empty body", 400, "invalid_json", body=b""),
-    Case("not UTF-8", 400, "invalid_json", body=b'{"text": "\xff\xfe"}'),
+    Case("not UTF-8", 400, "invalid_unicode", body=b'{"text": "\xff\xfe"}'),
     Case("text missing", 400, "missing_text", body=body(source="zh")),
     Case("text null", 400, "missing_text", body=body(text=None)),
     Case("text is a number", 400, "invalid_field", body=body(text=42)),
@@ -100,6 +110,27 @@ CASES = [
         method="GET",
         path="/v1/translate/stream",
         params={"text": "你好", "max_new_tokens": "many"},
+    ),
+    Case(
+        "EventSource text with a percent-escape that is not UTF-8",
+        400,
+        "invalid_unicode",
+        method="GET",
+        path="/v1/translate/stream?text=%FF",
+    ),
+    Case(
+        "EventSource text with a percent-encoded surrogate",
+        400,
+        "invalid_unicode",
+        method="GET",
+        path="/v1/translate/stream?text=%ED%A0%80",
+    ),
+    Case(
+        "EventSource text given twice",
+        400,
+        "invalid_field",
+        method="GET",
+        path="/v1/translate/stream?text=a&text=b",
     ),
     Case(
         "Last-Event-ID that is not a number",

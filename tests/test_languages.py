@@ -35,6 +35,10 @@ def test_unknown_languages_are_rejected_with_their_code(code: str) -> None:
         ("The weather is nice.", "en"),
         ("我用 Python 写代码", "zh"),
         ("I love 北京 very much indeed", "en"),
+        ("𠀀𠀁𠀂 ok", "zh"),  # CJK Extension B (outside the BMP)
+        ("𪚥𫝀𬺰 and", "zh"),  # Extensions C-F
+        ("〇 和 々 ab", "zh"),
+        ("ｅｎｇｌｉｓｈ only", "en"),  # fullwidth Latin is not Han
     ],
 )
 def test_detection(text: str, language: str) -> None:

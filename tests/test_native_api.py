@@ -225,3 +225,18 @@ async def test_one_structured_log_line_per_request_with_stage_timings(
     assert streamed["finish_reason"] == "stop" and streamed["output_tokens"] == 5
     assert {"queue_ms", "ttft_ms", "encode_ms", "decode_ms", "total_ms"} <= set(streamed["timings"])
     assert (refused["status"], refused["path"]) == (400, "/v1/translate")
+
+
+async def test_a_bug_mid_stream_still_ends_the_stream_with_exactly_one_error(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import server._service
+
+    def broken(delta: object) -> dict[str, object]:
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr(server._service, "delta_event", broken)
+    response = await client.post("/v1/translate/stream", json={"text": "我们走吧！"})
+    events = [json.loads(line) for line in response.text.splitlines()]
+    assert [e["type"] for e in events] == ["start", "error"]
+    assert events[-1]["code"] == "internal_error" and "secret" not in response.text
