@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import random
 import subprocess
 import sys
@@ -35,7 +34,11 @@ from typing import IO, Any
 from urllib.parse import urlparse
 
 import httpx
-from load import _percentile, wait_ready  # bench/ is on the path when a script there runs
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._machine import machine_report
+from bench.load import _percentile, wait_ready
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES: list[str] = [
@@ -184,16 +187,6 @@ def start_server(port: int, workers: int, log: IO[str]) -> tuple[subprocess.Pope
     return process, url
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
-
-
 def ms(values: list[float], pct: float) -> float:
     """The ``pct`` percentile in milliseconds (nan without values)."""
     return 1000 * _percentile(sorted(values), pct) if values else float("nan")
@@ -211,7 +204,9 @@ def render(
     lines = [
         f"`python bench/soak.py {' '.join(sys.argv[1:])}`",
         "",
-        f"CPU: {cpu_model()}; {args.clients} concurrent clients, {args.minutes:g} min "
+        machine_report(),
+        "",
+        f"{args.clients} concurrent clients, {args.minutes:g} min "
         f"(+ {args.warm_up:g} s warm-up, not counted); "
         f"server: {server}",
         "",
@@ -255,7 +250,7 @@ def main() -> int:
     args = parser.parse_args()
     if not 0 < args.minutes <= 120:
         parser.error("--minutes must be in (0, 120]")
-    print(f"CPU: {cpu_model()}", flush=True)
+    print(machine_report(), flush=True)
 
     if args.url and urlparse(args.url).hostname not in ("127.0.0.1", "localhost", "::1"):
         parser.error("load is only ever sent to loopback")

@@ -40,7 +40,7 @@ def test_two_workers_report_summed_monotonic_counters_whoever_answers_the_scrape
             def translate(text: str) -> httpx.Response:
                 return httpx.post(f"{server.url}/v1/translate", json={"text": text}, timeout=30)
 
-            for _ in range(10):
+            for _ in range(30):  # stops as soon as both workers have served
                 batch = list(pool.map(translate, TEXTS * 4))
                 assert all(r.status_code == 200 for r in batch)
                 sent += len(batch)
