@@ -7,7 +7,8 @@
   LFS files with ``X-Linked-Etag``/``X-Linked-Size``), ``Content-Length``; no ``X-Xet-Hash``, so
   huggingface_hub takes the plain HTTP path, never Xet;
 * ``GET`` of the same URL, honouring ``Range: bytes=N-`` (206 + ``Content-Range``), which is how
-  huggingface_hub resumes a download whose connection was cut.
+  huggingface_hub resumes a download whose connection was cut;
+* ``GET /api/models/{repo}/discussions`` -> open pull requests (the safetensors conversion bot's).
 
 Every request is recorded, so tests can say exactly what was (and was not) downloaded.
 """
@@ -31,6 +32,24 @@ class FakeRepo:
     files: dict[str, bytes]
     commit: str = field(default_factory=lambda: hashlib.sha1(b"liuyi-fake-commit").hexdigest())
     branches: tuple[str, ...] = ("main",)
+    pull_requests: list[FakePullRequest] = field(default_factory=list)  # revisions refs/pr/<num>
+
+    def at(self, revision: str | None) -> FakeRepo | None:
+        """The repo state a revision (branch, commit, refs/pr/N) names; None if it names none."""
+        if revision is None or revision in (*self.branches, self.commit):
+            return self
+        for pr in self.pull_requests:
+            if revision in (f"refs/pr/{pr.num}", pr.state.commit):
+                return pr.state
+        return None
+
+
+@dataclass
+class FakePullRequest:
+    num: int
+    author: str
+    title: str
+    state: FakeRepo  # the repo as the pull request's head has it
 
 
 @dataclass(frozen=True)
@@ -90,6 +109,7 @@ def _etag(name: str, content: bytes) -> tuple[str, bool]:
 
 
 _API = re.compile(r"/api/models/(?P<repo>[^/]+/[^/]+)(?:/revision/(?P<rev>[^/]+))?")
+_DISCUSSIONS = re.compile(r"/api/models/(?P<repo>[^/]+/[^/]+)/discussions")
 _RESOLVE = re.compile(r"/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)")
 
 
@@ -107,12 +127,16 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             self._answer(head=True)
 
         def _answer(self, *, head: bool) -> None:
-            path = unquote(urlsplit(self.path).path)
-            hub.record(Request(self.command, path, self.headers.get("Range")))
-            if match := _API.fullmatch(path):
-                return self._model_info(match["repo"], match["rev"])
-            if match := _RESOLVE.fullmatch(path):
-                return self._file(match["repo"], match["rev"], match["file"], head=head)
+            raw = urlsplit(self.path).path  # revisions come quoted: refs%2Fpr%2F1
+            hub.record(Request(self.command, unquote(raw), self.headers.get("Range")))
+            if match := _DISCUSSIONS.fullmatch(raw):
+                return self._discussions(unquote(match["repo"]))
+            if match := _API.fullmatch(raw):
+                return self._model_info(unquote(match["repo"]), match["rev"] and unquote(match["rev"]))
+            if match := _RESOLVE.fullmatch(raw):
+                return self._file(
+                    unquote(match["repo"]), unquote(match["rev"]), unquote(match["file"]), head=head
+                )
             self._send(404, {"X-Error-Code": "EntryNotFound"}, b'{"error": "not a hub endpoint"}')
 
         def _repo(self, repo: str, revision: str | None) -> FakeRepo | None:
@@ -120,14 +144,33 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             if found is None:
                 self._send(404, {"X-Error-Code": "RepoNotFound"}, b'{"error": "Repository not found"}')
                 return None
-            if revision is not None and revision not in (*found.branches, found.commit):
+            state = found.at(revision)
+            if state is None:
                 self._send(
                     404,
                     {"X-Error-Code": "RevisionNotFound", "X-Repo-Commit": found.commit},
                     b'{"error": "Invalid rev id"}',
                 )
-                return None
-            return found
+            return state
+
+        def _discussions(self, repo: str) -> None:
+            found = self._repo(repo, None)
+            if found is None:
+                return
+            listed = [
+                {
+                    "title": pr.title,
+                    "num": pr.num,
+                    "author": {"name": pr.author},
+                    "createdAt": "2024-01-01T00:00:00.000Z",
+                    "status": "open",
+                    "repo": {"name": repo, "type": "model"},
+                    "isPullRequest": True,
+                }
+                for pr in found.pull_requests
+            ]
+            body = json.dumps({"count": len(listed), "start": 0, "discussions": listed})
+            self._send(200, {"Content-Type": "application/json"}, body.encode())
 
         def _model_info(self, repo: str, revision: str | None) -> None:
             found = self._repo(repo, revision)

@@ -18,9 +18,16 @@ import httpx
 import pytest
 
 from decoding import load_manifest
-from decoding.store import HubSettings, Progress
-from decoding.store._hub import RemoteFile, Snapshot, download
-from tests._fake_hub import FakeHub, FakeRepo
+from decoding.store import HubSettings, NoSafetensorsError, Progress
+from decoding.store._hub import (
+    CONVERSION_BOT,
+    CONVERSION_TITLE,
+    RemoteFile,
+    Snapshot,
+    download,
+    resolve_weights,
+)
+from tests._fake_hub import FakeHub, FakePullRequest, FakeRepo
 from tests._live import ServerProcess, free_port
 
 REPO = "Helsinki-NLP/opus-mt-zh-en"  # what the catalogue name opus-mt-zh-en points to
@@ -288,6 +295,7 @@ def test_interrupted_download_resumes_from_where_it_stopped(tmp_path: Path) -> N
         hub.cut_once.add(("liuyi-test/big", "model.safetensors"))
         snapshot = Snapshot(
             repo="liuyi-test/big",
+            revision="main",
             commit=commit,
             files=(RemoteFile(name="model.safetensors", size=len(weights)),),
         )
@@ -296,6 +304,29 @@ def test_interrupted_download_resumes_from_where_it_stopped(tmp_path: Path) -> N
     assert (checkpoint / "model.safetensors").read_bytes() == weights
     gets = [r for r in hub.requests if r.method == "GET"]
     assert [r.range for r in gets] == [None, f"bytes={10 * 1024 * 1024}-"]
+
+
+def test_main_with_only_pickles_falls_back_to_the_hubs_safetensors_conversion(tmp_path: Path) -> None:
+    pickles = {"config.json": b"{}", "pytorch_model.bin": b"p"}
+    converted = FakeRepo(files={**pickles, "model.safetensors": b"s"}, commit="b" * 40)
+    forged = FakeRepo(files={**pickles, "model.safetensors": b"x"}, commit="f" * 40)
+    repo = FakeRepo(
+        files=pickles,
+        pull_requests=[
+            FakePullRequest(num=3, author=CONVERSION_BOT, title=CONVERSION_TITLE, state=converted),
+            FakePullRequest(num=4, author="someone-else", title=CONVERSION_TITLE, state=forged),
+        ],
+    )
+    with FakeHub() as hub:
+        hub.repos["liuyi-test/pickles"] = repo
+        settings = HubSettings(endpoint=hub.url, cache_dir=tmp_path)
+        snapshot, files = resolve_weights("liuyi-test/pickles", None, settings)
+        with pytest.raises(NoSafetensorsError, match=r"python -m decoding\.export liuyi-test/pickles"):
+            resolve_weights("liuyi-test/pickles", "main", settings)  # a revision asked for is kept
+    assert (snapshot.revision, snapshot.commit) == ("refs/pr/3", "b" * 40)
+    assert "model.safetensors" in {f.name for f in files} and "pytorch_model.bin" not in {
+        f.name for f in files
+    }
 
 
 def test_serve_model_name_serves_the_stored_bundle_without_the_hub(

@@ -44,6 +44,9 @@ CHECKPOINT_FILES = (
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 _TRUE = ("1", "true", "yes", "on")
+# the Hub's safetensors conversion bot and the title of its pull requests (as transformers checks them)
+CONVERSION_BOT = "SFconvertbot"
+CONVERSION_TITLE = "Adding `safetensors` variant of this model"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +84,7 @@ class Snapshot:
     """A repo at one commit: what is in it."""
 
     repo: str
+    revision: str  # as resolved: "main", a tag, "refs/pr/12", a sha
     commit: str  # resolved sha
     files: tuple[RemoteFile, ...]
 
@@ -102,7 +106,46 @@ def resolve(repo: str, revision: str | None, hub: HubSettings) -> Snapshot:
     if not info.sha:
         raise DownloadError(f"{hub.where} did not say which commit {repo}@{revision or 'main'} is")
     files = tuple(RemoteFile(name=s.rfilename, size=s.size) for s in info.siblings or ())
-    return Snapshot(repo=repo, commit=info.sha, files=files)
+    return Snapshot(repo=repo, revision=revision or "main", commit=info.sha, files=files)
+
+
+def resolve_weights(repo: str, revision: str | None, hub: HubSettings) -> tuple[Snapshot, list[RemoteFile]]:
+    """:func:`resolve` and :func:`choose_files`; when no revision was asked for and the main branch
+    holds only PyTorch pickles, the Hub's own safetensors conversion is used instead: the open pull
+    request ``refs/pr/N`` that the Hub's conversion bot opened (what transformers itself loads).
+
+    Raises:
+        NoSafetensorsError: neither the revision nor a conversion pull request has safetensors.
+        (and the errors of :func:`resolve`)
+    """
+    snapshot = resolve(repo, revision, hub)
+    try:
+        return snapshot, choose_files(snapshot)
+    except NoSafetensorsError:
+        converted = None if revision is not None else _conversion_pull_request(repo, hub)
+        if converted is None:
+            raise
+    snapshot = resolve(repo, converted, hub)
+    return snapshot, choose_files(snapshot)
+
+
+def _conversion_pull_request(repo: str, hub: HubSettings) -> str | None:
+    """``refs/pr/N`` of the newest open safetensors conversion by the Hub's bot, if any. Only that
+    author is trusted: its weights are the main branch's, re-serialized."""
+    from huggingface_hub import HfApi
+
+    try:
+        with _hub_errors(repo, None, hub):
+            found = [
+                d.num
+                for d in HfApi(endpoint=hub.endpoint, token=hub.token).get_repo_discussions(
+                    repo, author=CONVERSION_BOT, discussion_type="pull_request", discussion_status="open"
+                )
+                if d.author == CONVERSION_BOT and d.title == CONVERSION_TITLE and d.is_pull_request
+            ]
+    except (DownloadError, RepoNotFoundError):  # a mirror without the discussions API
+        return None
+    return f"refs/pr/{max(found)}" if found else None
 
 
 def choose_files(snapshot: Snapshot) -> list[RemoteFile]:
@@ -176,9 +219,7 @@ class _hub_errors:
 
         where, repo = self.hub.where, self.repo
         if isinstance(exc, errors.GatedRepoError):
-            return GatedRepoError(
-                f"{repo} is gated: accept its terms on {where}/{repo}, then set HF_TOKEN"
-            )
+            return GatedRepoError(f"{repo} is gated: accept its terms on {where}/{repo}, then set HF_TOKEN")
         if isinstance(exc, errors.RepositoryNotFoundError):
             return RepoNotFoundError(
                 f"{repo} was not found on {where} (check the name; a private repo needs HF_TOKEN)"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ._catalogue import ModelRef, find_model, is_model_name
 from ._errors import ConversionError, HubUnreachableError, NotPulledError
-from ._hub import HubSettings, Snapshot, choose_files, download, resolve
+from ._hub import HubSettings, RemoteFile, Snapshot, download, resolve_weights
 from ._progress import Progress, human_bytes
 from ._store import ModelStore, StoredModel, StoreKey, new_record
 
@@ -56,7 +56,7 @@ def pull(
     """
     progress.stage(f"resolving {ref.repo}@{options.revision or 'main'} on {hub.where}")
     try:
-        snapshot = resolve(ref.repo, options.revision, hub)
+        snapshot, files = resolve_weights(ref.repo, options.revision, hub)
     except HubUnreachableError as exc:
         stored = store.find(ref.repo, revision=options.revision, int8=options.int8)
         if stored is None or options.force:
@@ -68,9 +68,10 @@ def pull(
     if stored is not None:
         progress.stage(f"{ref.name} is up to date ({snapshot.commit[:12]})")
         return PullResult(model=stored, downloaded=False, offline=False)
-    return PullResult(
-        model=_make(ref, snapshot, key, options, store, hub, progress), downloaded=True, offline=False
-    )
+    if snapshot.revision != (options.revision or "main"):
+        progress.stage(f"main has no safetensors; using the Hub's conversion {snapshot.revision}")
+    model = _make(ref, snapshot, files, key, options, store, hub, progress)
+    return PullResult(model=model, downloaded=True, offline=False)
 
 
 def model_path(name: str, *, store: ModelStore, hub: HubSettings, progress: Progress) -> Path:
@@ -99,20 +100,20 @@ def not_pulled(name: str, cause: HubUnreachableError) -> NotPulledError:
 def _make(
     ref: ModelRef,
     snapshot: Snapshot,
+    files: list[RemoteFile],
     key: StoreKey,
     options: PullOptions,
     store: ModelStore,
     hub: HubSettings,
     progress: Progress,
 ) -> StoredModel:
-    files = choose_files(snapshot)
     total = sum(f.size or 0 for f in files)
     progress.stage(f"downloading {len(files)} files ({human_bytes(total)}) at {snapshot.commit[:12]}")
     checkpoint = download(snapshot, files, hub, progress)
     record = new_record(
         name=ref.name,
         repo=ref.repo,
-        revision=options.revision or "main",
+        revision=snapshot.revision,
         commit=snapshot.commit,
         int8=options.int8,
     )
