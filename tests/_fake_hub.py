@@ -66,6 +66,7 @@ class FakeHub:
         self.repos: dict[str, FakeRepo] = {}
         self.requests: list[Request] = []
         self.cut_once: set[tuple[str, str]] = set()  # (repo, file): first GET stops halfway
+        self.gated: set[str] = set()  # repos that answer 403 GatedRepo (terms not accepted)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-hub", daemon=True)
@@ -141,6 +142,9 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
 
         def _repo(self, repo: str, revision: str | None) -> FakeRepo | None:
             found = hub.repos.get(repo)
+            if repo in hub.gated:
+                self._send(403, {"X-Error-Code": "GatedRepo"}, b'{"error": "Access to model is restricted"}')
+                return None
             if found is None:
                 self._send(404, {"X-Error-Code": "RepoNotFound"}, b'{"error": "Repository not found"}')
                 return None

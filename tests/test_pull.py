@@ -111,6 +111,7 @@ def hub(tiny_marian_dir: Path) -> Iterator[FakeHub]:
         fake.repos["liuyi-test/not-a-translator"] = dataclasses.replace(
             fake.repos[REPO], files={"config.json": bert, "model.safetensors": b"\0" * 64}
         )
+        fake.gated.add("liuyi-test/gated")
         # the first download of the weights is cut halfway: the pull must still succeed
         fake.cut_once.add((REPO, "model.safetensors"))
         yield fake
@@ -224,6 +225,20 @@ def test_a_damaged_stored_bundle_is_made_again(
     load_manifest(bundle, verify_checksums=True)
 
 
+def test_int8_is_its_own_bundle_made_from_the_already_downloaded_checkpoint(
+    pulled: tuple[Homes, Run, int], hub: FakeHub, tmp_path: Path
+) -> None:
+    homes = pulled[0].copy(tmp_path)
+    before = len(hub.requests)
+    run = liuyi("pull", "opus-mt-zh-en", "--int8", env=homes.env(hub))
+    assert run.returncode == 0 and run.stdout.startswith("opus-mt-zh-en: pulled"), run.stderr
+    assert not [r for r in hub.requests[before:] if r.method == "GET" and "/resolve/" in r.path]
+    commit = hub.repos[REPO].commit
+    assert [p.name for p in homes.bundles()] == [commit, f"{commit}-int8"]
+    manifest = load_manifest(homes.bundles()[1])
+    assert (manifest.name, manifest.quantization) == ("opus-mt-zh-en-int8", "int8")
+
+
 def test_models_local_lists_pulled_bundles_and_rm_removes_them(
     pulled: tuple[Homes, Run, int], hub: FakeHub, tmp_path: Path
 ) -> None:
@@ -253,6 +268,7 @@ def _closed_port_url() -> str:
     [
         (["liuyi-test/missing"], {}, "repo_not_found", "liuyi-test/missing was not found"),
         (["opus-mt-zh-en", "--revision", "v9"], {}, "revision_not_found", "no revision 'v9'"),
+        (["liuyi-test/gated"], {}, "repo_gated", "set HF_TOKEN"),
         (
             ["liuyi-test/pickles-only"],
             {},
@@ -261,12 +277,18 @@ def _closed_port_url() -> str:
         ),
         (["opus-mt-zh-en"], {"HF_HUB_OFFLINE": "1"}, "model_not_pulled", "run `liuyi pull opus-mt-zh-en`"),
         (["opus-mt-zh-en"], {"HF_ENDPOINT": "closed"}, "model_not_pulled", "cannot reach http://127.0.0.1:"),
-        (["liuyi-test/not-a-translator"], {}, "conversion_failed", "'bert' cannot be converted"),
+        (
+            ["liuyi-test/not-a-translator"],
+            {},
+            "conversion_failed",
+            "converting liuyi-test/not-a-translator failed",
+        ),
         (["no-such-model"], {}, "unknown_model", "liuyi pull --list"),
     ],
     ids=[
         "unknown-repo",
         "unknown-revision",
+        "gated",
         "no-safetensors",
         "offline",
         "unreachable",
@@ -341,6 +363,19 @@ def test_serve_model_name_serves_the_stored_bundle_without_the_hub(
         response = httpx.post(f"{server.url}/v1/translate", json={"text": "你好，世界。"}, timeout=60)
     assert response.status_code == 200
     assert response.json()["model"] == "opus-mt-zh-en"
+
+
+def test_serve_model_name_not_pulled_pulls_it_first_when_the_hub_is_there(
+    pulled: tuple[Homes, Run, int], hub: FakeHub, tmp_path: Path
+) -> None:
+    homes = Homes(liuyi=tmp_path / "liuyi", hf=pulled[0].hf)  # empty store, checkpoint already downloaded
+    env = {k: v for k, v in homes.env(hub).items() if k.startswith(("HF_", "LIUYI_"))}
+    with ServerProcess(**env, LIUYI_MODELS=REPO) as server:  # a hub id works like a catalogue name
+        models = httpx.get(f"{server.url}/v1/models").json()["data"]
+    assert [(m["id"], m["direction"], m["license"]) for m in models] == [
+        ("opus-mt-zh-en", "zh-en", "cc-by-4.0")
+    ]
+    assert [p.parent.name for p in homes.bundles()] == ["Helsinki-NLP--opus-mt-zh-en"]
 
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
