@@ -59,8 +59,8 @@ class Homes:
         return sorted(p for p in (self.liuyi / "models").glob("*/*") if p.is_dir())
 
     def leftovers(self) -> list[Path]:
-        """Anything under LIUYI_HOME that is a file: after a failed pull there must be none."""
-        return sorted(p for p in self.liuyi.rglob("*") if not p.is_dir())
+        """What is under LIUYI_HOME/models: after a failed pull there must be nothing."""
+        return sorted((self.liuyi / "models").rglob("*"))
 
 
 def liuyi(*args: str, env: dict[str, str], terminal: bool = False) -> Run:

@@ -151,6 +151,8 @@ class ModelStore:
         finally:
             if partial.exists():
                 shutil.rmtree(partial, ignore_errors=True)
+            with contextlib.suppress(OSError):  # a first pull of a repo that failed leaves no trace
+                repo_dir.rmdir()
 
     def _read(self, path: Path, *, verify: bool) -> StoredModel | None:
         try:
