@@ -17,6 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from ._logging import logging_config
+from ._models_cli import (
+    STORE_COMMANDS,
+    add_store_commands,
+    run_store_command,
+    served_model_paths,
+    with_served_models,
+)
 from ._settings import Settings, env_name, settings_from
 
 # option name -> (flag, help); types come from the Settings field
@@ -82,12 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
     translate.add_argument("--source", default="auto", help="zh, en or auto (default)")
     translate.add_argument("--target", help="zh or en (default: the other language)")
     translate.add_argument("--max-new-tokens", type=int, help="cap on generated tokens per sentence")
-    translate.add_argument("--model", type=Path, action="append", help="bundle directory (default: bundled)")
+    translate.add_argument(
+        "--model", type=Path, action="append", help="bundle directory or pulled model name (default: bundled)"
+    )
     translate.add_argument("--url", help="use a running server instead, e.g. http://127.0.0.1:8000")
     translate.add_argument("--api-key", help="API key for --url")
 
     models = commands.add_parser("models", help="list model bundles")
     models.add_argument("--model", type=Path, action="append", help="bundle directory (default: bundled)")
+    models.add_argument("--local", action="store_true", help="list the bundles pulled into LIUYI_HOME")
+    add_store_commands(commands)
 
     commands.add_parser("export", help="export a Hugging Face Marian checkpoint to a bundle", add_help=False)
     return parser
@@ -116,12 +127,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(args)
         if args.command == "translate":
             return translate(args)
+        if args.command in STORE_COMMANDS or (args.command == "models" and args.local):
+            return run_store_command(args)
         return list_models(args)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a clean one-line message for the terminal, not a traceback
         from decoding import DecodingError
+        from decoding.store import StoreError
 
+        if isinstance(exc, StoreError):
+            print(f"liuyi: {exc.code}: {exc}", file=sys.stderr)
+            return 2
         if isinstance(exc, DecodingError | ValueError | OSError):
             print(f"liuyi: {exc}", file=sys.stderr)
             return 2
@@ -137,7 +154,7 @@ def serve(args: argparse.Namespace) -> int:
     for name in ("models", "api_keys", "cors_origins"):
         if overrides[name] is not None:
             overrides[name] = tuple(overrides[name])
-    settings = settings_from(os.environ, **overrides)
+    settings = with_served_models(settings_from(os.environ, **overrides))
     logging.config.dictConfig(logging_config(settings.log_level))
     from decoding import bundled_models, load_manifest
 
@@ -202,7 +219,8 @@ def translate(args: argparse.Namespace) -> int:
     load = LoadOptions(
         runtime=RuntimeOptions(intra_op_num_threads=os.cpu_count() or 1, shared_thread_pool=True)
     )
-    registry = ModelRegistry(load_bundle(p, options=load) for p in (args.model or bundled_models()[:1]))
+    paths = served_model_paths(args.model) if args.model else bundled_models()[:1]
+    registry = ModelRegistry(load_bundle(p, options=load) for p in paths)
     bundle = registry.resolve(args.source, args.target, text)
     for event in bundle.stream(text, options=DecodeOptions(max_new_tokens=args.max_new_tokens)):
         if isinstance(event, Delta):
