@@ -33,6 +33,7 @@ from decoding import (
 )
 
 from ._cache import TranslationCache
+from ._error_codes import ErrorCode
 from ._errors import ApiError, InternalError, MethodNotAllowed, NotFound, error_payload, to_api_error
 from ._metrics import Metrics
 from ._middleware import AccessLogMiddleware
@@ -159,8 +160,7 @@ async def _handle_error(request: Request, exc: Exception) -> Response:
         elif exc.status_code == 404:
             error = NotFound(f"no route for {request.method} {request.url.path}")
         else:
-            error = ApiError(exc.detail, code="http_error")
-            error.status = exc.status_code
+            error = ApiError(exc.detail, code=ErrorCode.HTTP_ERROR, status=exc.status_code)
     else:
         error = to_api_error(exc, retry_after=request.app.state.settings.retry_after)
         if not isinstance(exc, ApiError) and error.status >= 500:

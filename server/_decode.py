@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl
 
 from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
 
+from ._error_codes import ErrorCode
 from ._errors import BadRequest
 
 MAX_JSON_DEPTH = 32  # request bodies are flat objects; OpenAI messages nest 4 levels deep
@@ -35,7 +36,7 @@ _BRACKET = re.compile(rb"[\[\]{}]")
 
 
 def invalid_unicode(where: str, problem: str) -> BadRequest:
-    return BadRequest(f"{where} {problem}", code="invalid_unicode")
+    return BadRequest(f"{where} {problem}", code=ErrorCode.INVALID_UNICODE)
 
 
 def decode_json(body: bytes) -> Any:
@@ -49,13 +50,13 @@ def decode_json(body: bytes) -> Any:
     if _nesting_exceeds(body, MAX_JSON_DEPTH):
         raise BadRequest(
             f"the body nests JSON deeper than {MAX_JSON_DEPTH} levels",
-            code="invalid_json",
+            code=ErrorCode.INVALID_JSON,
             details={"limit": MAX_JSON_DEPTH},
         )
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BadRequest(f"the body is not valid JSON: {exc}", code="invalid_json") from None
+        raise BadRequest(f"the body is not valid JSON: {exc}", code=ErrorCode.INVALID_JSON) from None
     _check_strings(value, "the body")
     return value
 
@@ -88,7 +89,7 @@ def decode_multipart(body: bytes, content_type: str) -> Fields:
     _, options = parse_options_header(content_type)
     boundary = options.get(b"boundary")
     if not boundary:
-        raise BadRequest("multipart form data without a boundary", code="invalid_form")
+        raise BadRequest("multipart form data without a boundary", code=ErrorCode.INVALID_FORM)
     parts: list[tuple[bytes, bytearray, bool]] = []  # (Content-Disposition, data, is a file)
     header: list[bytes] = [b"", b""]
 
@@ -125,9 +126,9 @@ def decode_multipart(body: bytes, content_type: str) -> Fields:
         parser.write(body)
         parser.finalize()
     except Exception as exc:  # python-multipart raises its own untyped parse errors
-        raise BadRequest(f"the form data is malformed: {exc}", code="invalid_form") from None
+        raise BadRequest(f"the form data is malformed: {exc}", code=ErrorCode.INVALID_FORM) from None
     if parser.state != MultipartState.END:  # a truncated body is not a smaller form
-        raise BadRequest("the form data ends before its closing boundary", code="invalid_form")
+        raise BadRequest("the form data ends before its closing boundary", code=ErrorCode.INVALID_FORM)
     return [
         (_utf8(name, "a form field name"), _utf8(bytes(data), f"form field {name!r}"))
         for name, data, is_file in parts

@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from decoding import Bundle
 
+from ._error_codes import ErrorCode
 from ._errors import BadRequest
 from ._http import FORM_TYPES, JSON_TYPES, check_api_key, media_type, optional_str, query_fields, read_fields
 from ._native import services
@@ -51,13 +52,13 @@ def target_language(body: Mapping[str, Any]) -> str:
     if code == "ZH-HANT":
         raise BadRequest(
             "target_lang ZH-HANT is not supported: liuyi's models write simplified Chinese (ZH-HANS)",
-            code="unsupported_language",
+            code=ErrorCode.UNSUPPORTED_LANGUAGE,
             param="target_lang",
         )
     if code not in _TARGETS:
         raise BadRequest(
             f"target_lang {value!r} is not supported; use one of: {', '.join(_TARGETS)}",
-            code="unsupported_language",
+            code=ErrorCode.UNSUPPORTED_LANGUAGE,
             param="target_lang",
         )
     return _TARGETS[code]
@@ -73,10 +74,12 @@ async def translate(request: Request) -> Response:
     tags = (optional_str(body, "tag_handling") or "").lower()
     if tags not in ("", "html", "xml"):
         raise BadRequest(
-            "'tag_handling' must be 'html' or 'xml'", code="invalid_option", param="tag_handling"
+            "'tag_handling' must be 'html' or 'xml'", code=ErrorCode.INVALID_OPTION, param="tag_handling"
         )
     if body.get("glossary_id") or body.get("glossary_ids"):
-        raise BadRequest("glossaries are not supported by liuyi", code="invalid_option", param="glossary_id")
+        raise BadRequest(
+            "glossaries are not supported by liuyi", code=ErrorCode.INVALID_OPTION, param="glossary_id"
+        )
     results = await translate_texts(service, texts, source=source, target=target, markup=bool(tags))
     billed = [len(text) for text in texts]
     state = request.app.state

@@ -4,23 +4,22 @@ This module is the one place where errors become HTTP: engine errors (``decoding
 are mapped to :class:`ApiError` by :func:`to_api_error`, and each API flavour renders an
 ``ApiError`` in its own shape (native, OpenAI, LibreTranslate, DeepL) — the status is shared.
 
-    ApiError                     status  code(s)
-    ├── BadRequest               400     invalid_json, invalid_form, invalid_unicode, invalid_field,
-    │                                    missing_text, empty_text, invalid_option,
-    │                                    unsupported_language, unsupported_direction
-    ├── Unauthorized             401     missing_api_key, invalid_api_key
-    ├── NotFound                 404     not_found, model_not_found (OpenAI API)
-    ├── MethodNotAllowed         405     method_not_allowed
-    ├── PayloadTooLarge          413     body_too_large, text_too_long
-    ├── UnsupportedMediaType     415     unsupported_media_type
-    ├── Overloaded               503     overloaded, shutting_down   (+ Retry-After; 429 on compat APIs)
-    ├── RequestTimeout           504     request_timeout
-    ├── ClientClosedRequest      499     client_closed_request (the client left before its request
-    │                                    was read: logged and counted, never sent — nginx's status)
-    └── InternalError            500     internal_error, inference_failed, bundle_* (a broken model)
+    ApiError                     the code names the status (``_error_codes.TABLE``)
+    ├── BadRequest               default invalid_field (400)
+    ├── Unauthorized             default invalid_api_key (401)
+    ├── NotFound                 default not_found (404)
+    ├── MethodNotAllowed         default method_not_allowed (405)
+    ├── PayloadTooLarge          default body_too_large (413)
+    ├── UnsupportedMediaType     default unsupported_media_type (415)
+    ├── Overloaded               default overloaded (503 + Retry-After; 429 on compat APIs)
+    ├── RequestTimeout           default request_timeout (504)
+    ├── ClientClosedRequest      default client_closed_request (499: logged and counted, never sent)
+    └── InternalError            default internal_error (500)
 
-(``http_error`` carries the status of any other HTTP exception Starlette raises. The engine's own
-``engine_overloaded`` never reaches a client: it becomes ``overloaded``.)
+The subclasses only choose a default code: the status always comes from the code's row in the one
+table, so a code is never sent with two statuses (``http_error`` alone carries the status of the
+HTTP exception Starlette raised). The engine's own ``engine_overloaded`` never reaches a client: it
+becomes ``overloaded``.
 
 Before a stream's first byte an error is an HTTP status with a JSON body; after it, the same error
 is the stream's final ``error`` event (the status is already 200).
@@ -42,24 +41,28 @@ from decoding import (
     UnsupportedLanguageError,
 )
 
+from ._error_codes import ErrorCode, status_of
+
 
 class ApiError(Exception):
-    status = 500
-    code = "internal_error"
+    default_code = ErrorCode.INTERNAL_ERROR
 
     def __init__(
         self,
         message: str,
         *,
-        code: str | None = None,
+        code: ErrorCode | None = None,
         param: str | None = None,
         headers: dict[str, str] | None = None,
         details: dict[str, Any] | None = None,
+        status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
-        if code is not None:
-            self.code = code
+        self.code = code or self.default_code
+        if status is not None and self.code != ErrorCode.HTTP_ERROR:
+            raise ValueError("only http_error carries its own status; the table gives every other one")
+        self.status = status or status_of(self.code)
         self.param = param  # the request field at fault, when there is one
         self.headers = headers or {}
         self.details = details or {}  # extra machine-readable facts, e.g. {"limit": 5000}
@@ -74,53 +77,43 @@ class ApiError(Exception):
 
 
 class BadRequest(ApiError):
-    status = 400
-    code = "invalid_field"
+    default_code = ErrorCode.INVALID_FIELD
 
 
 class Unauthorized(ApiError):
-    status = 401
-    code = "invalid_api_key"
+    default_code = ErrorCode.INVALID_API_KEY
 
 
 class NotFound(ApiError):
-    status = 404
-    code = "not_found"
+    default_code = ErrorCode.NOT_FOUND
 
 
 class MethodNotAllowed(ApiError):
-    status = 405
-    code = "method_not_allowed"
+    default_code = ErrorCode.METHOD_NOT_ALLOWED
 
 
 class PayloadTooLarge(ApiError):
-    status = 413
-    code = "body_too_large"
+    default_code = ErrorCode.BODY_TOO_LARGE
 
 
 class UnsupportedMediaType(ApiError):
-    status = 415
-    code = "unsupported_media_type"
+    default_code = ErrorCode.UNSUPPORTED_MEDIA_TYPE
 
 
 class Overloaded(ApiError):
-    status = 503
-    code = "overloaded"
+    default_code = ErrorCode.OVERLOADED
 
 
 class RequestTimeout(ApiError):
-    status = 504
-    code = "request_timeout"
+    default_code = ErrorCode.REQUEST_TIMEOUT
 
 
 class ClientClosedRequest(ApiError):
-    status = 499
-    code = "client_closed_request"
+    default_code = ErrorCode.CLIENT_CLOSED_REQUEST
 
 
 class InternalError(ApiError):
-    status = 500
-    code = "internal_error"
+    default_code = ErrorCode.INTERNAL_ERROR
 
 
 # How each API family shapes an error body; the status is shared, except that the compatibility
@@ -167,19 +160,22 @@ def to_api_error(exc: BaseException, *, retry_after: int = 1) -> ApiError:
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, EmptyInputError):
-        return BadRequest(exc.message, code=exc.code, param="text")
+        return BadRequest(exc.message, code=ErrorCode(exc.code), param="text")
     if isinstance(exc, InputTooLongError):
         return PayloadTooLarge(
-            exc.message, code=exc.code, param="text", details={"limit": exc.limit, "length": exc.length}
+            exc.message,
+            code=ErrorCode(exc.code),
+            param="text",
+            details={"limit": exc.limit, "length": exc.length},
         )
     if isinstance(exc, UnsupportedLanguageError | UnsupportedDirectionError | InvalidOptionError):
-        return BadRequest(exc.message, code=exc.code)
+        return BadRequest(exc.message, code=ErrorCode(exc.code))
     if isinstance(exc, EngineBusyError):
         return Overloaded(
             exc.message, headers={"Retry-After": str(retry_after)}, details={"retry_after": retry_after}
         )
     if isinstance(exc, InferenceError | BundleError):
-        return InternalError("the model failed on this request", code=exc.code)
+        return InternalError("the model failed on this request", code=ErrorCode(exc.code))
     if isinstance(exc, DecodingError):
-        return BadRequest(exc.message, code=exc.code)
+        return BadRequest(exc.message, code=ErrorCode(exc.code))
     return InternalError("internal server error")

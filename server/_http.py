@@ -12,6 +12,7 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 
 from ._decode import Fields, decode_json, decode_multipart, decode_query, decode_urlencoded
+from ._error_codes import ErrorCode
 from ._errors import BadRequest, ClientClosedRequest, PayloadTooLarge, Unauthorized, UnsupportedMediaType
 from ._settings import Settings
 
@@ -56,7 +57,7 @@ async def read_json_object(request: Request, settings: Settings) -> dict[str, An
 def parse_json_object(body: bytes) -> dict[str, Any]:
     value = decode_json(body)
     if not isinstance(value, dict):
-        raise BadRequest("the body must be a JSON object", code="invalid_json")
+        raise BadRequest("the body must be a JSON object", code=ErrorCode.INVALID_JSON)
     return value
 
 
@@ -93,19 +94,19 @@ def grouped(pairs: Fields) -> dict[str, Any]:
 
 def text_field(body: Mapping[str, Any], name: str = "text") -> str:
     if name not in body or body[name] is None:
-        raise BadRequest(f"'{name}' is required", code="missing_text", param=name)
+        raise BadRequest(f"'{name}' is required", code=ErrorCode.MISSING_TEXT, param=name)
     value = body[name]
     if not isinstance(value, str):
-        raise BadRequest(f"'{name}' must be a string", code="invalid_field", param=name)
+        raise BadRequest(f"'{name}' must be a string", code=ErrorCode.INVALID_FIELD, param=name)
     if not value.strip():
-        raise BadRequest(f"'{name}' is empty", code="empty_text", param=name)
+        raise BadRequest(f"'{name}' is empty", code=ErrorCode.EMPTY_TEXT, param=name)
     return value
 
 
 def optional_str(body: Mapping[str, Any], name: str, default: str | None = None) -> str | None:
     value = body.get(name, default)
     if value is not None and not isinstance(value, str):
-        raise BadRequest(f"'{name}' must be a string", code="invalid_field", param=name)
+        raise BadRequest(f"'{name}' must be a string", code=ErrorCode.INVALID_FIELD, param=name)
     return value
 
 
@@ -114,7 +115,7 @@ def optional_positive_int(body: Mapping[str, Any], name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BadRequest(f"'{name}' must be an integer >= 1", code="invalid_option", param=name)
+        raise BadRequest(f"'{name}' must be an integer >= 1", code=ErrorCode.INVALID_OPTION, param=name)
     return value
 
 
@@ -137,7 +138,9 @@ def check_api_key(request: Request, settings: Settings, body_key: object = None)
         return
     key = presented_key(request, body_key)
     if key is None:
-        raise Unauthorized("an API key is required (Authorization: Bearer <key>)", code="missing_api_key")
+        raise Unauthorized(
+            "an API key is required (Authorization: Bearer <key>)", code=ErrorCode.MISSING_API_KEY
+        )
     given = key.encode("utf-8", "surrogatepass")
     if not any(hmac.compare_digest(given, allowed.encode()) for allowed in settings.api_keys):
-        raise Unauthorized("the API key is not valid", code="invalid_api_key")
+        raise Unauthorized("the API key is not valid", code=ErrorCode.INVALID_API_KEY)

@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from decoding import Bundle, detect_language
 
+from ._error_codes import ErrorCode
 from ._errors import BadRequest
 from ._http import check_api_key, optional_str, read_fields, text_field
 from ._native import services
@@ -71,7 +72,7 @@ def _alternatives(body: Mapping[str, Any]) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise BadRequest(
-            "'alternatives' must be an integer >= 0", code="invalid_option", param="alternatives"
+            "'alternatives' must be an integer >= 0", code=ErrorCode.INVALID_OPTION, param="alternatives"
         )
     return value
 

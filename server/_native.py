@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ._error_codes import ErrorCode
 from ._errors import BadRequest
 from ._events import WireEvent, dumps
 from ._http import (
@@ -108,7 +109,7 @@ def last_event_id(request: Request) -> int:
     if not (raw.isascii() and raw.isdigit()):
         raise BadRequest(
             "Last-Event-ID must be the integer id of a received event",
-            code="invalid_field",
+            code=ErrorCode.INVALID_FIELD,
             param="Last-Event-ID",
         )
     return int(raw)

@@ -32,6 +32,7 @@ from starlette.routing import Route
 
 from decoding import ModelRegistry
 
+from ._error_codes import ErrorCode
 from ._errors import BadRequest, NotFound, error_payload
 from ._events import WireEvent, dumps
 from ._http import check_api_key, optional_positive_int, read_json_object
@@ -66,7 +67,7 @@ def resolve_model(name: str, registry: ModelRegistry) -> tuple[str, str | None]:
     available = [*(b.name for b in registry.bundles), *AUTO_MODELS]
     raise NotFound(
         f"the model {name!r} does not exist; available: {', '.join(available)}",
-        code="model_not_found",
+        code=ErrorCode.MODEL_NOT_FOUND,
         param="model",
     )
 
@@ -79,7 +80,7 @@ def chat_request(body: Mapping[str, Any], registry: ModelRegistry) -> ChatReques
     n = body.get("n", 1)
     if n is not None and n != 1:
         raise BadRequest(
-            "only n=1 is supported (a translation has one answer)", code="invalid_option", param="n"
+            "only n=1 is supported (a translation has one answer)", code=ErrorCode.INVALID_OPTION, param="n"
         )
     stream = body.get("stream", False)
     if stream is not None and not isinstance(stream, bool):
@@ -116,7 +117,9 @@ def last_user_text(messages: object) -> str:
         raise BadRequest("every message must be an object with a 'role'", param="messages")
     users = [m for m in messages if m["role"] == "user"]
     if not users:
-        raise BadRequest("there is no 'user' message to translate", code="missing_text", param="messages")
+        raise BadRequest(
+            "there is no 'user' message to translate", code=ErrorCode.MISSING_TEXT, param="messages"
+        )
     content = users[-1].get("content")
     if isinstance(content, list):
         texts = []
@@ -129,7 +132,7 @@ def last_user_text(messages: object) -> str:
     if not isinstance(content, str):
         raise BadRequest("the user message's 'content' must be a string or a list of parts", param="messages")
     if not content.strip():
-        raise BadRequest("the user message is empty", code="empty_text", param="messages")
+        raise BadRequest("the user message is empty", code=ErrorCode.EMPTY_TEXT, param="messages")
     return content
 
 

@@ -36,6 +36,7 @@ from decoding import (
 )
 
 from ._cache import CachedTranslation, TranslationCache, cache_key
+from ._error_codes import ErrorCode
 from ._errors import ApiError, InternalError, Overloaded, RequestTimeout, to_api_error
 from ._events import (
     PING,
@@ -215,7 +216,7 @@ class TranslationService:
 def _shutting_down(retry_after: int) -> Overloaded:
     return Overloaded(
         "the server is shutting down",
-        code="shutting_down",
+        code=ErrorCode.SHUTTING_DOWN,
         headers={"Retry-After": str(retry_after)},
         details={"retry_after": retry_after},
     )

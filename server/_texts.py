@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from decoding import detect_language, normalize_language
 
+from ._error_codes import ErrorCode
 from ._errors import BadRequest
 from ._markup import Markup
 from ._service import TranslateRequest, TranslationService
@@ -55,15 +56,15 @@ def text_list(body: Mapping[str, Any], name: str) -> tuple[list[str], bool]:
     """
     value = body.get(name)
     if value is None:
-        raise BadRequest(f"'{name}' is required", code="missing_text", param=name)
+        raise BadRequest(f"'{name}' is required", code=ErrorCode.MISSING_TEXT, param=name)
     if isinstance(value, str):
         if not value.strip():
-            raise BadRequest(f"'{name}' is empty", code="empty_text", param=name)
+            raise BadRequest(f"'{name}' is empty", code=ErrorCode.EMPTY_TEXT, param=name)
         return [value], False
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise BadRequest(f"'{name}' must be a string or a list of strings", param=name)
     if not value:
-        raise BadRequest(f"'{name}' is an empty list", code="empty_text", param=name)
+        raise BadRequest(f"'{name}' is an empty list", code=ErrorCode.EMPTY_TEXT, param=name)
     return list(value), True
 
 

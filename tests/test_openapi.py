@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from decoding import Bundle, DecodingError, normalize_language
 from server import Settings, create_app
+from server._error_codes import ErrorCode
 from server._errors import to_api_error
 from server._openapi import LANGUAGE_ALIASES
 
@@ -119,17 +120,15 @@ async def test_every_route_the_app_serves_is_documented_with_its_methods(
 
 
 def codes_written_in(path: Path) -> set[str]:
-    """``code = "..."`` class attributes and ``code="..."`` arguments: the codes a module raises."""
-    codes = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        attribute = isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "code" for t in node.targets
-        )
-        argument = isinstance(node, ast.keyword) and node.arg == "code"
-        value = getattr(node, "value", None) if attribute or argument else None
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            codes.add(value.value)
-    return codes
+    """``ErrorCode.X`` members a module names: the codes it raises (string literals are not codes:
+    mypy refuses them where an ``ErrorCode`` is expected)."""
+    return {
+        ErrorCode[node.attr].value
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "ErrorCode"
+    }
 
 
 def engine_errors() -> Iterator[DecodingError]:
@@ -154,6 +153,7 @@ async def test_every_error_code_a_client_can_see_is_documented(document: Documen
     assert {"text_too_long", "overloaded", "bundle_checksum_mismatch"} <= engine_codes
     assert "engine_overloaded" not in engine_codes  # becomes "overloaded": clients never see it
     documented = {choice["const"] for choice in document["components"]["schemas"]["ErrorCode"]["oneOf"]}
+    assert documented == {code.value for code in ErrorCode}  # the schema is the table
     assert (server_codes | engine_codes) - documented == set()
     assert all(choice["description"] for choice in document["components"]["schemas"]["ErrorCode"]["oneOf"])
 
@@ -290,3 +290,13 @@ async def test_security_follows_the_configured_api_keys(document: Document, defa
     assert {} not in keyed["security"]
     assert anonymous.status_code == 401 and bearer.status_code == 200 and header.status_code == 200
     assert keyed["paths"]["/healthz"]["get"]["security"] == []
+
+
+def test_the_readme_error_table_is_the_generated_one() -> None:
+    """One table of codes: the README's copy is what `python -m server._error_codes` prints."""
+    from server._error_codes import markdown_table
+
+    readme = (SERVER_DIR.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("<!-- error-codes: generated")
+    block = readme[readme.index("\n", start) + 1 : readme.index("<!-- /error-codes -->")]
+    assert block == markdown_table() + "\n"
