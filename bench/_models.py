@@ -18,11 +18,11 @@ def opus_mt_checkpoint() -> Path:
 
 
 def opus_mt_bundle(*, int8: bool) -> Path:
-    """That checkpoint exported by liuyi's exporter (fp32 or int8)."""
-    from decoding.export.marian import MarianExportOptions, convert
+    """That checkpoint converted by liuyi's torch-free converter (fp32 or int8)."""
+    from decoding.export import convert_checkpoint
 
     path = OUT / ("opus-mt-zh-en-random-int8" if int8 else "opus-mt-zh-en-random")
     path = path.with_name(path.name + "-bundle")
     if not (path / "manifest.json").is_file():
-        convert(opus_mt_checkpoint(), path, options=MarianExportOptions(int8=int8), force=True)
+        convert_checkpoint(opus_mt_checkpoint(), path, int8=int8, force=True)
     return path

@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     models = commands.add_parser("models", help="list model bundles")
     models.add_argument("--model", type=Path, action="append", help="bundle directory (default: bundled)")
 
-    commands.add_parser("export", help="export a Hugging Face Marian checkpoint to a bundle", add_help=False)
+    commands.add_parser("export", help="convert a checkpoint to a bundle (no torch)", add_help=False)
     return parser
 
 

@@ -30,10 +30,10 @@ def tiny_marian_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_marian_bundle_dir(tiny_marian_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same checkpoint exported by the project's own exporter."""
-    from decoding.export.marian import convert
+    """The same checkpoint converted by the torch-free converter."""
+    from decoding.export import convert_checkpoint
 
-    return convert(tiny_marian_dir, tmp_path_factory.mktemp("bundles") / "tiny-zh-en")
+    return convert_checkpoint(tiny_marian_dir, tmp_path_factory.mktemp("bundles") / "tiny-zh-en")
 
 
 @pytest.fixture(scope="session")
