@@ -73,3 +73,27 @@ async def http(default_bundle: Bundle) -> AsyncIterator[httpx.AsyncClient]:
     """The app in process with default settings, behind httpx's ASGI transport."""
     async with asgi_client(Settings(), [default_bundle]) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def tiny_tc_big_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tc-big style checkpoint: separate source/target vocabularies, target-language tokens."""
+    from decoding.export.synthetic import build
+
+    return build(
+        tmp_path_factory.mktemp("hf") / "opus-mt-tc-big-zh-en-tiny",
+        seed=TINY_SEED,
+        eos_bias=8.0,  # its random logits are larger: this mixes stops and length limits again
+        separate_vocabs=True,
+    )
+
+
+@pytest.fixture(scope="session")
+def hf_tc_big(tiny_tc_big_dir: Path) -> Iterator[tuple[Any, Any]]:
+    from transformers import MarianMTModel, MarianTokenizer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tokenizer = MarianTokenizer.from_pretrained(str(tiny_tc_big_dir))
+        model = MarianMTModel.from_pretrained(str(tiny_tc_big_dir)).eval()
+    yield model, tokenizer

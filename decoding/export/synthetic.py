@@ -80,6 +80,10 @@ CORPUS = [
 ]
 
 
+# tc-big style target-language tokens, at the front of a separate source vocabulary
+LANGUAGE_TOKENS = (">>eng<<", ">>cmn_Hans<<")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Architecture:
     vocab_size: int | None  # None: exactly the SentencePiece pieces + specials; else padded with filler
@@ -110,6 +114,7 @@ def build(
     seed: int = 0,
     eos_bias: float = 0.0,
     max_length: int = 512,
+    separate_vocabs: bool = False,
     force: bool = False,
 ) -> Path:
     """Write a random Marian checkpoint directory.
@@ -120,6 +125,9 @@ def build(
         seed: torch seed for the weights (same seed, same model).
         eos_bias: added to eos's ``final_logits_bias`` so random models sometimes stop on their own.
         max_length: the generation config's max_length (the bundle's hard cap on output tokens).
+        separate_vocabs: the tc-big/tc-bible layout: a source vocabulary (``vocab.json``, with
+            target-language tokens such as ``>>eng<<``) and a smaller English-only target vocabulary
+            (``target_vocab.json``, ``target.spm``), ``share_encoder_decoder_embeddings: false``.
         force: replace an existing directory.
 
     Returns:
@@ -130,12 +138,19 @@ def build(
 
     shape = ARCHITECTURES[arch]
     output_dir = prepare_output_dir(output_dir, force=force)
-    pieces = _train_sentencepiece(output_dir, shape.spm_pieces)
-    vocab = _write_vocab(output_dir, pieces, shape.vocab_size)
-    pad = len(vocab) - 1
+    source_pieces = _train_sentencepiece(output_dir / "source.spm", CORPUS, shape.spm_pieces)
+    if separate_vocabs:
+        english = [line for line in CORPUS if line.isascii()]
+        target_pieces = _train_sentencepiece(output_dir / "target.spm", english, shape.spm_pieces * 3 // 4)
+        vocab = _write_vocab(output_dir / "vocab.json", source_pieces, shape.vocab_size, LANGUAGE_TOKENS)
+        target_vocab = _write_vocab(output_dir / "target_vocab.json", target_pieces, None, ())
+    else:
+        (output_dir / "target.spm").write_bytes((output_dir / "source.spm").read_bytes())
+        vocab = target_vocab = _write_vocab(output_dir / "vocab.json", source_pieces, shape.vocab_size, ())
+    pad = len(target_vocab) - 1  # also inside the (larger) source vocabulary, as nn.Embedding requires
     config = MarianConfig(
         vocab_size=len(vocab),
-        decoder_vocab_size=len(vocab),
+        decoder_vocab_size=len(target_vocab),
         d_model=shape.d_model,
         encoder_layers=shape.layers,
         decoder_layers=shape.layers,
@@ -146,7 +161,7 @@ def build(
         max_position_embeddings=shape.max_positions,
         activation_function="swish",
         scale_embedding=True,
-        share_encoder_decoder_embeddings=True,
+        share_encoder_decoder_embeddings=not separate_vocabs,
         pad_token_id=pad,
         eos_token_id=0,
         decoder_start_token_id=pad,
@@ -177,7 +192,7 @@ def build(
                 "tokenizer_class": "MarianTokenizer",
                 "source_lang": "zh",
                 "target_lang": "en",
-                "separate_vocabs": False,
+                "separate_vocabs": separate_vocabs,
                 "model_max_length": shape.max_positions,
             },
             indent=2,
@@ -191,12 +206,12 @@ def build(
     return output_dir
 
 
-def _train_sentencepiece(output_dir: Path, pieces: int) -> list[str]:
+def _train_sentencepiece(path: Path, corpus: list[str], pieces: int) -> list[str]:
     import sentencepiece
 
     model = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(CORPUS * 4),
+        sentence_iterator=iter(corpus * 4),
         model_writer=model,
         vocab_size=pieces,
         model_type="unigram",
@@ -210,18 +225,17 @@ def _train_sentencepiece(output_dir: Path, pieces: int) -> list[str]:
         pad_id=-1,
         eos_piece="</s>",
     )
-    for name in ("source.spm", "target.spm"):
-        (output_dir / name).write_bytes(model.getvalue())
+    path.write_bytes(model.getvalue())
     processor = sentencepiece.SentencePieceProcessor(model_proto=model.getvalue())
     return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
 
 
-def _write_vocab(output_dir: Path, pieces: list[str], size: int | None) -> dict[str, int]:
-    words = ["</s>", "<unk>", *[p for p in pieces if p not in ("<unk>", "</s>", "<s>")]]
+def _write_vocab(path: Path, pieces: list[str], size: int | None, extra: tuple[str, ...]) -> dict[str, int]:
+    words = ["</s>", "<unk>", *extra, *[p for p in pieces if p not in ("<unk>", "</s>", "<s>")]]
     if size is not None:
         words += [f"<filler_{i}>" for i in range(size - 1 - len(words))]
     vocab = {word: index for index, word in enumerate([*words, "<pad>"])}
-    (output_dir / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    path.write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     return vocab
 
 
@@ -233,9 +247,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", choices=sorted(ARCHITECTURES), default="tiny")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eos-bias", type=float, default=0.0)
+    parser.add_argument("--separate-vocabs", action="store_true", help="the tc-big/tc-bible layout")
     parser.add_argument("--force", action="store_true")
     args = parser.parse_args(argv)
-    print(build(args.output, arch=args.arch, seed=args.seed, eos_bias=args.eos_bias, force=args.force))
+    path = build(
+        args.output,
+        arch=args.arch,
+        seed=args.seed,
+        eos_bias=args.eos_bias,
+        separate_vocabs=args.separate_vocabs,
+        force=args.force,
+    )
+    print(path)
     return 0
 
 

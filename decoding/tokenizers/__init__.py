@@ -1,7 +1,7 @@
 """Tokenizers named by a bundle manifest's ``tokenizer.kind``.
 
 kind                   class                       files
-marian-sentencepiece   MarianSentencePieceTokenizer source_spm, target_spm, vocab
+marian-sentencepiece   MarianSentencePieceTokenizer source_spm, target_spm, vocab[, target_vocab]
 word-vocab             WordVocabTokenizer          source_vocab, target_vocab
 """
 
