@@ -18,6 +18,7 @@ from tests._live import LiveServer, asgi_client
 # on their own within a few tokens and others run into max_new_tokens (both paths get checked).
 TINY_SEED = 2
 TINY_EOS_BIAS = 2.0
+NLLB_EOS_BIAS = 2.5
 
 
 @pytest.fixture(scope="session")
@@ -96,4 +97,24 @@ def hf_tc_big(tiny_tc_big_dir: Path) -> Iterator[tuple[Any, Any]]:
         warnings.simplefilter("ignore")
         tokenizer = MarianTokenizer.from_pretrained(str(tiny_tc_big_dir))
         model = MarianMTModel.from_pretrained(str(tiny_tc_big_dir)).eval()
+    yield model, tokenizer
+
+
+@pytest.fixture(scope="session")
+def tiny_nllb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An NLLB-200-architecture checkpoint: random weights, SentencePiece BPE trained offline."""
+    from decoding.export.synthetic_nllb import build
+
+    return build(tmp_path_factory.mktemp("hf") / "nllb-200-tiny", seed=TINY_SEED, eos_bias=NLLB_EOS_BIAS)
+
+
+@pytest.fixture(scope="session")
+def hf_nllb(tiny_nllb_dir: Path) -> Iterator[tuple[Any, Any]]:
+    """(M2M100ForConditionalGeneration, NllbTokenizer) from transformers: the reference."""
+    from transformers import AutoTokenizer, M2M100ForConditionalGeneration
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tokenizer = AutoTokenizer.from_pretrained(str(tiny_nllb_dir))
+        model = M2M100ForConditionalGeneration.from_pretrained(str(tiny_nllb_dir)).eval()
     yield model, tokenizer

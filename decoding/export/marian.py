@@ -29,8 +29,9 @@ import numpy as np
 from .._manifest import Generation, Limits, SpecialTokens, TokenizerSpec
 from ._checkpoint import Checkpoint, ConvertOptions, copy_card, language, load_weights, read_checkpoint
 from ._common import prepare_output_dir
+from ._hf_weights import Weights
 from ._seq2seq import write_graphs, write_transformer_manifest
-from .transformer import Attention, Layer, Linear, Norm, Transformer
+from .transformer import Transformer
 
 # Where a target-language token is needed, the first of these found in the vocabulary is used.
 TARGET_CODES = {"zh": (">>cmn_Hans<<", ">>zho_Hans<<", ">>cmn<<", ">>zho<<"), "en": (">>eng<<", ">>en<<")}
@@ -150,64 +151,32 @@ def finish_bundle(
 
 
 def transformer(
-    checkpoint: Checkpoint, weights: dict[str, np.ndarray], *, suppress: list[int]
+    checkpoint: Checkpoint, tensors: dict[str, np.ndarray], *, suppress: list[int]
 ) -> Transformer:
     """Marian's weights (Hugging Face names) as a :class:`Transformer`."""
     config = checkpoint.config
     width = int(config["d_model"])
-
-    def tensor(*names: str) -> np.ndarray:
-        for name in names:
-            if name in weights:
-                return weights[name]
-        raise ValueError(f"{checkpoint.path}: the weights lack {names[0]}")
-
-    def linear(prefix: str) -> Linear:
-        return Linear(tensor(f"{prefix}.weight"), weights.get(f"{prefix}.bias"))
-
-    def norm(prefix: str) -> Norm:
-        return Norm(tensor(f"{prefix}.weight"), tensor(f"{prefix}.bias"))
-
-    def attention(prefix: str) -> Attention:
-        return Attention(*(linear(f"{prefix}.{p}_proj") for p in ("q", "k", "v", "out")))
-
-    def layer(prefix: str, decoder: bool) -> Layer:
-        return Layer(
-            self_attn=attention(f"{prefix}.self_attn"),
-            self_norm=norm(f"{prefix}.self_attn_layer_norm"),
-            fc1=linear(f"{prefix}.fc1"),
-            fc2=linear(f"{prefix}.fc2"),
-            final_norm=norm(f"{prefix}.final_layer_norm"),
-            cross_attn=attention(f"{prefix}.encoder_attn") if decoder else None,
-            cross_norm=norm(f"{prefix}.encoder_attn_layer_norm") if decoder else None,
-        )
-
+    weights = Weights(tensors, checkpoint.path)
     # tied weights are saved once: model.shared (shared vocabulary), decoder.embed_tokens (lm_head)
-    encoder_embed = tensor("model.encoder.embed_tokens.weight", "model.shared.weight")
-    decoder_embed = tensor("model.decoder.embed_tokens.weight", "model.shared.weight")
-    tied = config.get("tie_word_embeddings", True)
-    lm_head = decoder_embed if tied else tensor("lm_head.weight")
-    bias = weights.get("final_logits_bias", np.zeros((1, lm_head.shape[0]), np.float32))[0].copy()
+    decoder_embed = weights.tensor("model.decoder.embed_tokens.weight", "model.shared.weight")
+    lm_head = decoder_embed if config.get("tie_word_embeddings", True) else weights.tensor("lm_head.weight")
+    bias = tensors.get("final_logits_bias", np.zeros((1, lm_head.shape[0]), np.float32))[0].copy()
     bias[suppress] = -np.inf  # e.g. <pad>: transformers bans it through bad_words_ids
-    positions = int(config["max_position_embeddings"])
+    positions = sinusoids(int(config["max_position_embeddings"]), width)
     return Transformer(
         pre_norm=False,
         activation=str(config.get("activation_function", "swish")),
         encoder_heads=int(config["encoder_attention_heads"]),
         decoder_heads=int(config["decoder_attention_heads"]),
         embed_scale=float(np.sqrt(width)) if config.get("scale_embedding", False) else 1.0,
-        encoder_embed=encoder_embed,
+        encoder_embed=weights.tensor("model.encoder.embed_tokens.weight", "model.shared.weight"),
         decoder_embed=decoder_embed,
         lm_head=lm_head,
         logits_bias=bias,
-        encoder_positions=weights.get("model.encoder.embed_positions.weight", sinusoids(positions, width)),
-        decoder_positions=weights.get("model.decoder.embed_positions.weight", sinusoids(positions, width)),
-        encoder_layers=tuple(
-            layer(f"model.encoder.layers.{i}", False) for i in range(int(config["encoder_layers"]))
-        ),
-        decoder_layers=tuple(
-            layer(f"model.decoder.layers.{i}", True) for i in range(int(config["decoder_layers"]))
-        ),
+        encoder_positions=tensors.get("model.encoder.embed_positions.weight", positions),
+        decoder_positions=tensors.get("model.decoder.embed_positions.weight", positions),
+        encoder_layers=weights.layers("model.encoder", int(config["encoder_layers"]), decoder=False),
+        decoder_layers=weights.layers("model.decoder", int(config["decoder_layers"]), decoder=True),
     )
 
 

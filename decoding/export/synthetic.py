@@ -21,6 +21,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ._common import prepare_output_dir
 
@@ -138,10 +139,10 @@ def build(
 
     shape = ARCHITECTURES[arch]
     output_dir = prepare_output_dir(output_dir, force=force)
-    source_pieces = _train_sentencepiece(output_dir / "source.spm", CORPUS, shape.spm_pieces)
+    source_pieces = train_sentencepiece(output_dir / "source.spm", CORPUS, shape.spm_pieces)
     if separate_vocabs:
         english = [line for line in CORPUS if line.isascii()]
-        target_pieces = _train_sentencepiece(output_dir / "target.spm", english, shape.spm_pieces * 3 // 4)
+        target_pieces = train_sentencepiece(output_dir / "target.spm", english, shape.spm_pieces * 3 // 4)
         vocab = _write_vocab(output_dir / "vocab.json", source_pieces, shape.vocab_size, LANGUAGE_TOKENS)
         target_vocab = _write_vocab(output_dir / "target_vocab.json", target_pieces, None, ())
     else:
@@ -206,7 +207,20 @@ def build(
     return output_dir
 
 
-def _train_sentencepiece(path: Path, corpus: list[str], pieces: int) -> list[str]:
+# opus-mt's SentencePiece models: unigram with byte fallback, <unk> = 0, </s> = 1, no <s>
+MARIAN_SPM: dict[str, Any] = {
+    "model_type": "unigram",
+    "byte_fallback": True,
+    "unk_id": 0,
+    "bos_id": -1,
+    "eos_id": 1,
+}
+
+
+def train_sentencepiece(
+    path: Path, corpus: list[str], pieces: int, settings: dict[str, Any] = MARIAN_SPM
+) -> list[str]:
+    """Train a SentencePiece model on ``corpus`` offline, write it to ``path``, return its pieces."""
     import sentencepiece
 
     model = io.BytesIO()
@@ -214,16 +228,12 @@ def _train_sentencepiece(path: Path, corpus: list[str], pieces: int) -> list[str
         sentence_iterator=iter(corpus * 4),
         model_writer=model,
         vocab_size=pieces,
-        model_type="unigram",
-        byte_fallback=True,
         character_coverage=1.0,
         hard_vocab_limit=False,
         minloglevel=2,
-        unk_id=0,
-        bos_id=-1,
-        eos_id=1,
         pad_id=-1,
         eos_piece="</s>",
+        **settings,
     )
     path.write_bytes(model.getvalue())
     processor = sentencepiece.SentencePieceProcessor(model_proto=model.getvalue())

@@ -103,6 +103,9 @@ class MarianSentencePieceTokenizer:
         text: str = self._decode_spm.decode_pieces(pieces)
         return text.replace(SPIECE_UNDERLINE, " ").strip()
 
+    def for_direction(self, source_lang: str, target_lang: str) -> MarianSentencePieceTokenizer:
+        return self  # one direction per bundle
+
     def incremental_decoder(self) -> IncrementalDecoder:
         return OffsetDetokenizer(self.decode)
 
