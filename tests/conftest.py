@@ -44,16 +44,20 @@ def tiny_marian_bundle(tiny_marian_bundle_dir: Path) -> Bundle:
     )
 
 
-@pytest.fixture(scope="session")
-def hf_tiny(tiny_marian_dir: Path) -> Iterator[tuple[Any, Any]]:
+def marian_reference(checkpoint: Path) -> tuple[Any, Any]:
     """(MarianMTModel, MarianTokenizer) from transformers: the reference implementation."""
     from transformers import MarianMTModel, MarianTokenizer
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses" and friends
-        tokenizer = MarianTokenizer.from_pretrained(str(tiny_marian_dir))
-        model = MarianMTModel.from_pretrained(str(tiny_marian_dir)).eval()
-    yield model, tokenizer
+        tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
+        model = MarianMTModel.from_pretrained(str(checkpoint)).eval()
+    return model, tokenizer
+
+
+@pytest.fixture(scope="session")
+def hf_tiny(tiny_marian_dir: Path) -> tuple[Any, Any]:
+    return marian_reference(tiny_marian_dir)
 
 
 @pytest.fixture(scope="session")
@@ -90,14 +94,8 @@ def tiny_tc_big_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def hf_tc_big(tiny_tc_big_dir: Path) -> Iterator[tuple[Any, Any]]:
-    from transformers import MarianMTModel, MarianTokenizer
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tokenizer = MarianTokenizer.from_pretrained(str(tiny_tc_big_dir))
-        model = MarianMTModel.from_pretrained(str(tiny_tc_big_dir)).eval()
-    yield model, tokenizer
+def hf_tc_big(tiny_tc_big_dir: Path) -> tuple[Any, Any]:
+    return marian_reference(tiny_tc_big_dir)
 
 
 @pytest.fixture(scope="session")

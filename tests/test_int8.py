@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 from decoding import Bundle, DecodeOptions, load_bundle
-from decoding.export import convert_checkpoint
+from decoding.export.marian import MarianExportOptions, convert
 from tests.test_marian_parity import INPUTS
 
 
 @pytest.fixture(scope="module")
 def int8_bundle(tiny_marian_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Bundle:
     out = tmp_path_factory.mktemp("int8") / "tiny-int8"
-    return load_bundle(convert_checkpoint(tiny_marian_dir, out, int8=True))
+    return load_bundle(convert(tiny_marian_dir, out, options=MarianExportOptions(int8=True)))
 
 
 def test_int8_bundle_is_marked_and_much_smaller(int8_bundle: Bundle, tiny_marian_bundle: Bundle) -> None:

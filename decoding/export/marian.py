@@ -33,6 +33,7 @@ from ._hf_weights import Weights
 from ._seq2seq import write_graphs, write_transformer_manifest
 from .transformer import Transformer
 
+MarianExportOptions = ConvertOptions  # the name callers used before the torch-free converter
 # Where a target-language token is needed, the first of these found in the vocabulary is used.
 TARGET_CODES = {"zh": (">>cmn_Hans<<", ">>zho_Hans<<", ">>cmn<<", ">>zho<<"), "en": (">>eng<<", ">>en<<")}
 _NAME = re.compile(r"opus-mt-(?:tc-(?:big|bible-big)-)?([a-z]+)-([a-z]+)")

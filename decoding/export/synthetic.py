@@ -152,14 +152,6 @@ def build(
     config = MarianConfig(
         vocab_size=len(vocab),
         decoder_vocab_size=len(target_vocab),
-        d_model=shape.d_model,
-        encoder_layers=shape.layers,
-        decoder_layers=shape.layers,
-        encoder_attention_heads=shape.heads,
-        decoder_attention_heads=shape.heads,
-        encoder_ffn_dim=shape.ffn,
-        decoder_ffn_dim=shape.ffn,
-        max_position_embeddings=shape.max_positions,
         activation_function="swish",
         scale_embedding=True,
         share_encoder_decoder_embeddings=not separate_vocabs,
@@ -167,10 +159,7 @@ def build(
         eos_token_id=0,
         decoder_start_token_id=pad,
         forced_eos_token_id=0,
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        init_std=0.3 if arch == "tiny" else 0.02,
+        **config_shape(shape, tiny=arch == "tiny"),
     )
     torch.manual_seed(seed)
     model = MarianMTModel(config).eval()
@@ -249,16 +238,39 @@ def _write_vocab(path: Path, pieces: list[str], size: int | None, extra: tuple[s
     return vocab
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m decoding.export.synthetic", description=__doc__.split("\n")[0]
-    )
+def config_shape(shape: Any, *, tiny: bool) -> dict[str, Any]:
+    """Config keywords every synthetic encoder-decoder shares: sizes from ``shape``, no dropout, and
+    large random weights for tiny models (so greedy outputs vary from token to token)."""
+    return {
+        "d_model": shape.d_model,
+        "encoder_layers": shape.layers,
+        "decoder_layers": shape.layers,
+        "encoder_attention_heads": shape.heads,
+        "decoder_attention_heads": shape.heads,
+        "encoder_ffn_dim": shape.ffn,
+        "decoder_ffn_dim": shape.ffn,
+        "max_position_embeddings": shape.max_positions,
+        "dropout": 0.0,
+        "attention_dropout": 0.0,
+        "activation_dropout": 0.0,
+        "init_std": 0.3 if tiny else 0.02,
+    }
+
+
+def cli_parser(prog: str, description: str, architectures: list[str]) -> argparse.ArgumentParser:
+    """The command line every synthetic checkpoint builder shares."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("output", type=Path)
-    parser.add_argument("--arch", choices=sorted(ARCHITECTURES), default="tiny")
+    parser.add_argument("--arch", choices=sorted(architectures), default="tiny")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eos-bias", type=float, default=0.0)
-    parser.add_argument("--separate-vocabs", action="store_true", help="the tc-big/tc-bible layout")
     parser.add_argument("--force", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cli_parser("python -m decoding.export.synthetic", __doc__.split("\n")[0], list(ARCHITECTURES))
+    parser.add_argument("--separate-vocabs", action="store_true", help="the tc-big/tc-bible layout")
     args = parser.parse_args(argv)
     path = build(
         args.output,

@@ -13,7 +13,6 @@ transformers' ``NllbTokenizer`` saves them (ids = SentencePiece ids + 1, languag
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import prepare_output_dir
-from .synthetic import CORPUS, train_sentencepiece
+from .synthetic import CORPUS, cli_parser, config_shape, train_sentencepiece
 
 # a few of NLLB's 202 codes: the two liuyi serves and one it does not
 LANGUAGE_CODES = ("eng_Latn", "fra_Latn", "zho_Hans")
@@ -88,24 +87,13 @@ def build(
         )
     config = M2M100Config(
         vocab_size=shape.vocab_size or len(tokenizer),
-        d_model=shape.d_model,
-        encoder_layers=shape.layers,
-        decoder_layers=shape.layers,
-        encoder_attention_heads=shape.heads,
-        decoder_attention_heads=shape.heads,
-        encoder_ffn_dim=shape.ffn,
-        decoder_ffn_dim=shape.ffn,
-        max_position_embeddings=shape.max_positions,
         activation_function="relu",
         scale_embedding=True,
         pad_token_id=1,
         bos_token_id=0,
         eos_token_id=2,
         decoder_start_token_id=2,
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        init_std=0.3 if arch == "tiny" else 0.02,
+        **config_shape(shape, tiny=arch == "tiny"),
     )
     torch.manual_seed(seed)
     model = M2M100ForConditionalGeneration(config).eval()
@@ -127,14 +115,9 @@ def build(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m decoding.export.synthetic_nllb", description=__doc__.split("\n")[0]
+    parser = cli_parser(
+        "python -m decoding.export.synthetic_nllb", __doc__.split("\n")[0], list(ARCHITECTURES)
     )
-    parser.add_argument("output", type=Path)
-    parser.add_argument("--arch", choices=sorted(ARCHITECTURES), default="tiny")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--eos-bias", type=float, default=0.0)
-    parser.add_argument("--force", action="store_true")
     args = parser.parse_args(argv)
     print(build(args.output, arch=args.arch, seed=args.seed, eos_bias=args.eos_bias, force=args.force))
     return 0
