@@ -28,15 +28,29 @@ from ._common import quantize_int8
 from .transformer import Transformer, build_decoder, build_encoder, graph_names
 
 GRAPHS = ("encoder.onnx", "decoder.onnx")
+# A protobuf message cannot exceed 2 GiB: larger graphs (NLLB-600M's decoder holds two 1 GB
+# vocabulary matrices) keep their weights in "<graph>.data" next to the graph.
+EXTERNAL_DATA_BYTES = 1 << 30
 
 
-def write_graphs(model: Transformer, output_dir: Path, *, int8: bool) -> None:
-    """Build, check and save ``encoder.onnx`` and ``decoder.onnx`` (int8 if asked)."""
+def write_graphs(model: Transformer, output_dir: Path, *, int8: bool) -> list[str]:
+    """Build, save and check ``encoder.onnx`` and ``decoder.onnx`` (int8 if asked).
+
+    Returns:
+        the extra files written besides the two graphs (external weight files), for the manifest.
+    """
+    extra = []
     for graph, name in ((build_encoder(model), "encoder.onnx"), (build_decoder(model), "decoder.onnx")):
-        onnx.checker.check_model(graph, full_check=False)
-        onnx.save(graph, str(output_dir / name))
+        path, data = output_dir / name, output_dir / f"{name}.data"
+        external = sum(t.ByteSize() for t in graph.graph.initializer) > EXTERNAL_DATA_BYTES
+        onnx.save(graph, str(path), save_as_external_data=external, location=data.name, size_threshold=1024)
+        onnx.checker.check_model(str(path))  # by path: works beyond 2 GiB
         if int8:
-            quantize_int8(output_dir / name)
+            quantize_int8(path)  # int8 weights are a quarter of the size: one file again
+            data.unlink(missing_ok=True)
+        elif external:
+            extra.append(data.name)
+    return extra
 
 
 def graph_specs(layers: int) -> tuple[EncoderSpec, DecoderSpec]:
@@ -106,7 +120,7 @@ def write_transformer_manifest(
         tokenizer=tokenizer,
         encoder=encoder,
         decoder=decoder,
-        files=file_entries(output_dir, [*GRAPHS, *files]),
+        files=file_entries(output_dir, [*GRAPHS, *files]),  # files: tokenizer, card, graph weights
         license=license,
         attribution=attribution,
         quantization="int8" if int8 else None,

@@ -75,7 +75,7 @@ def convert(
     model.check_fused_kernels()
 
     output_dir = prepare_output_dir(output_dir, force=force)
-    write_graphs(model, output_dir, int8=options.int8)
+    weight_files = write_graphs(model, output_dir, int8=options.int8)
     shutil.copyfile(checkpoint.path / SPM_FILE, output_dir / SPM_FILE)
     config = checkpoint.config
     max_positions = int(config["max_position_embeddings"])
@@ -107,7 +107,7 @@ def convert(
             files={"spm": SPM_FILE},
             options={"language_codes": codes, "special_ids": sorted(added.values())},
         ),
-        files=[SPM_FILE, *copy_card(checkpoint, output_dir)],
+        files=[SPM_FILE, *copy_card(checkpoint, output_dir), *weight_files],
         license=checkpoint.license(options),
         attribution=checkpoint.attribution(options),
         int8=options.int8,

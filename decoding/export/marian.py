@@ -65,8 +65,8 @@ def convert(
     model = transformer(checkpoint, load_weights(checkpoint), suppress=suppressed_ids(checkpoint))
     model.check_fused_kernels()
     output_dir = prepare_output_dir(output_dir, force=force)
-    write_graphs(model, output_dir, int8=options.int8)
-    finish_bundle(checkpoint, plan, output_dir, options)
+    weight_files = write_graphs(model, output_dir, int8=options.int8)
+    finish_bundle(checkpoint, plan, output_dir, options, weight_files=weight_files)
     return output_dir
 
 
@@ -108,7 +108,12 @@ def plan_bundle(
 
 
 def finish_bundle(
-    checkpoint: Checkpoint, plan: BundlePlan, output_dir: Path, options: ConvertOptions
+    checkpoint: Checkpoint,
+    plan: BundlePlan,
+    output_dir: Path,
+    options: ConvertOptions,
+    *,
+    weight_files: list[str] | None = None,
 ) -> None:
     """Copy the tokenizer files and the model card next to the graphs and write the manifest."""
     for name in plan.tokenizer_files.values():
@@ -144,7 +149,7 @@ def finish_bundle(
         tokenizer=TokenizerSpec(
             kind="marian-sentencepiece", files=plan.tokenizer_files, options=tokenizer_options
         ),
-        files=[*plan.tokenizer_files.values(), *copy_card(checkpoint, output_dir)],
+        files=[*plan.tokenizer_files.values(), *copy_card(checkpoint, output_dir), *(weight_files or [])],
         license=checkpoint.license(options),
         attribution=checkpoint.attribution(options),
         int8=options.int8,
