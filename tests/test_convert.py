@@ -135,3 +135,10 @@ def test_graphs_too_big_for_one_protobuf_keep_their_weights_beside_them(
             split.for_direction(direction).translate("你好，世界。").segments
             == small.for_direction(direction).translate("你好，世界。").segments
         )
+
+
+def test_a_hub_cache_snapshot_is_named_after_its_repository(tiny_marian_dir: Path, tmp_path: Path) -> None:
+    snapshot = tmp_path / "hub" / "models--Helsinki-NLP--opus-mt-en-zh" / "snapshots" / ("0123abcd" * 5)
+    shutil.copytree(tiny_marian_dir, snapshot)
+    manifest = load_bundle(convert_checkpoint(snapshot, tmp_path / "out")).manifest
+    assert (manifest.name, manifest.direction) == ("opus-mt-en-zh", "en-zh")

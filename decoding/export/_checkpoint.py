@@ -65,11 +65,26 @@ class Checkpoint:
         match = re.search(r"^license:\s*(\S+)", self.card, re.MULTILINE)
         return options.license or (match.group(1) if match else "unknown")
 
+    @property
+    def model_name(self) -> str:
+        """The model's name: the repository's inside a Hugging Face cache
+        (``models--Helsinki-NLP--opus-mt-zh-en/snapshots/<commit>``), else the directory's."""
+        for folder in (self.path, *self.path.parents):
+            if folder.name.startswith("models--"):
+                return folder.name.split("--")[-1]
+        return self.path.name
+
+    @property
+    def names(self) -> list[str]:
+        """Every name the checkpoint goes by (to parse languages from an opus-mt-<src>-<tgt> name)."""
+        recorded = str(self.config.get("_name_or_path") or "").rstrip("/").split("/")[-1]
+        return [name for name in (self.model_name, self.path.name, recorded) if name]
+
     def attribution(self, options: ConvertOptions) -> str:
-        return options.attribution or f"Weights from the checkpoint {self.path.name}; converted by liuyi."
+        return options.attribution or f"Weights from the checkpoint {self.model_name}; converted by liuyi."
 
     def bundle_name(self, options: ConvertOptions) -> str:
-        return options.name or self.path.name + ("-int8" if options.int8 else "")
+        return options.name or self.model_name + ("-int8" if options.int8 else "")
 
 
 def read_checkpoint(path: Path) -> Checkpoint:

@@ -208,14 +208,14 @@ def languages(checkpoint: Checkpoint, options: ConvertOptions) -> tuple[str, str
     Raises:
         ValueError: neither tells zh/en languages.
     """
-    match = _NAME.search(checkpoint.path.name)
+    match = next((m for m in map(_NAME.search, checkpoint.names) if m), None)
     named = (language(match.group(1)), language(match.group(2))) if match else (None, None)
     tc = checkpoint.tokenizer_config
     source = options.source_lang or named[0] or language(tc.get("source_lang"))
     target = options.target_lang or named[1] or language(tc.get("target_lang"))
     if source is None or target is None or source == target:
         raise ValueError(
-            f"cannot tell the languages of {checkpoint.path.name} (zh->en or en->zh); "
+            f"cannot tell the languages of {checkpoint.model_name} (zh->en or en->zh); "
             "pass --source-lang and --target-lang"
         )
     return source, target
