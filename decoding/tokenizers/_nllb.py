@@ -16,6 +16,7 @@ One bundle serves both directions, so the tokenizer is made per source language:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -72,8 +73,7 @@ class NllbSentencePieceTokenizer:
         """This tokenizer encoding ``source_lang`` text (the target language does not change encoding)."""
         if source_lang not in self._language_codes:
             raise ValueError(f"no language code for {source_lang!r}")
-        clone = object.__new__(NllbSentencePieceTokenizer)
-        clone.__dict__.update(self.__dict__)
+        clone = copy.copy(self)  # shares the SentencePiece model
         clone._source_lang = source_lang
         return clone
 
