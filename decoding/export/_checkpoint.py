@@ -129,7 +129,7 @@ def load_weights(checkpoint: Checkpoint, *, torch_command: str = TORCH_COMMAND) 
     tensors: dict[str, np.ndarray] = {}
     for name in files:
         for key, value in load_file(str(path / name)).items():
-            tensors[key] = value.astype(np.float32) if value.dtype.kind == "f" else value
+            tensors[key] = value.astype(np.float32, copy=False) if value.dtype.kind == "f" else value
     return tensors
 
 

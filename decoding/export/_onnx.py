@@ -8,7 +8,7 @@ the ``com.microsoft`` domain.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import onnx
@@ -19,8 +19,14 @@ MICROSOFT = "com.microsoft"
 
 
 class GraphBuilder:
-    def __init__(self, name: str) -> None:
+    """``data``: a file to stream the weights into (external data, as ONNX names it) instead of
+    keeping them in the protobuf — for graphs over protobuf's 2 GiB limit, and so that a 3 GB graph
+    is never held in memory twice while it is written."""
+
+    def __init__(self, name: str, *, data: BinaryIO | None = None, data_name: str = "") -> None:
         self.name = name
+        self._data = data
+        self._data_name = data_name
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
         self.inputs: list[onnx.ValueInfoProto] = []
@@ -38,7 +44,19 @@ class GraphBuilder:
         self.outputs.append(helper.make_tensor_value_info(name, elem_type, list(shape)))
 
     def weight(self, name: str, array: np.ndarray) -> str:
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        if self._data is None or array.nbytes < 4096:
+            self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+            return name
+        tensor = onnx.TensorProto(name=name, data_type=helper.np_dtype_to_tensor_dtype(array.dtype))
+        tensor.dims.extend(array.shape)
+        offset = -self._data.tell() % 4096 + self._data.tell()  # page-aligned, so it can be mapped
+        self._data.seek(offset)
+        self._data.write(array.tobytes())  # C order, whatever the view (transposed weights)
+        tensor.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (("location", self._data_name), ("offset", offset), ("length", array.nbytes)):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, str(value)
+        self.initializers.append(tensor)
         return name
 
     def const(self, value: Any, dtype: type = np.int64) -> str:
@@ -95,9 +113,11 @@ class GraphBuilder:
     def linear(self, x: str, name: str, weight: np.ndarray, bias: np.ndarray | None) -> str:
         """x @ weight.T + bias, with ``weight`` (out, in) as PyTorch stores it: one MatMul (what the
         int8 quantizer turns into an integer matmul) and one Add."""
-        y: str = self.node("MatMul", [x, self.weight(f"{name}.weight_t", weight.T.astype(np.float32))])
+        y: str = self.node(
+            "MatMul", [x, self.weight(f"{name}.weight_t", weight.T.astype(np.float32, copy=False))]
+        )
         if bias is not None:
-            y = self.add(y, self.weight(f"{name}.bias", bias.astype(np.float32)))
+            y = self.add(y, self.weight(f"{name}.bias", bias.astype(np.float32, copy=False)))
         return y
 
     def layer_norm(self, x: str, name: str, scale: np.ndarray, bias: np.ndarray, epsilon: float) -> str:

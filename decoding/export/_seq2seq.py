@@ -40,11 +40,15 @@ def write_graphs(model: Transformer, output_dir: Path, *, int8: bool) -> list[st
         the extra files written besides the two graphs (external weight files), for the manifest.
     """
     extra = []
-    for graph, name in ((build_encoder(model), "encoder.onnx"), (build_decoder(model), "decoder.onnx")):
+    external = model.nbytes > EXTERNAL_DATA_BYTES
+    for build, name in ((build_encoder, "encoder.onnx"), (build_decoder, "decoder.onnx")):
         path, data = output_dir / name, output_dir / f"{name}.data"
-        external = sum(t.ByteSize() for t in graph.graph.initializer) > EXTERNAL_DATA_BYTES
-        onnx.save(graph, str(path), save_as_external_data=external, location=data.name, size_threshold=1024)
-        onnx.checker.check_model(str(path))  # by path: works beyond 2 GiB
+        if external:
+            with data.open("wb") as stream:
+                onnx.save(build(model, data=stream, data_name=data.name), str(path))
+        else:
+            onnx.save(build(model), str(path))
+        onnx.checker.check_model(str(path))  # by path: works with external data
         if int8:
             quantize_int8(path)  # int8 weights are a quarter of the size: one file again
             data.unlink(missing_ok=True)

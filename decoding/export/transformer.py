@@ -24,7 +24,8 @@ Shapes: B batch, S source length, C cache capacity, D model width, H heads, K he
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any, BinaryIO
 
 import numpy as np
 import onnx
@@ -83,6 +84,21 @@ class Transformer:
     decoder_norm: Norm | None = None
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of all weights (what the graphs will hold, vocabulary matrices once per use)."""
+
+        def size(value: Any) -> int:
+            if isinstance(value, np.ndarray):
+                return int(value.nbytes)
+            if isinstance(value, tuple):
+                return sum(size(item) for item in value)
+            if is_dataclass(value):
+                return sum(size(getattr(value, f.name)) for f in fields(value))
+            return 0
+
+        return size(self)
+
+    @property
     def width(self) -> int:
         return int(self.decoder_embed.shape[1])
 
@@ -112,8 +128,11 @@ def graph_names(layers: int) -> tuple[list[str], list[str], list[str]]:
     )
 
 
-def build_encoder(model: Transformer) -> onnx.ModelProto:
-    g = GraphBuilder("encoder")
+def build_encoder(
+    model: Transformer, *, data: BinaryIO | None = None, data_name: str = ""
+) -> onnx.ModelProto:
+    """The encoder graph; weights streamed into ``data`` (named ``data_name`` beside the graph) if given."""
+    g = GraphBuilder("encoder", data=data, data_name=data_name)
     ids = g.input("input_ids", INT64, ["batch", "source"])
     mask = g.input("attention_mask", INT64, ["batch", "source"])
     length = g.node("Slice", [g.node("Shape", [ids]), g.const([1]), g.const([2])])  # (1,) = S
@@ -162,8 +181,11 @@ def build_encoder(model: Transformer) -> onnx.ModelProto:
     return g.model()
 
 
-def build_decoder(model: Transformer) -> onnx.ModelProto:
-    g = GraphBuilder("decoder_step")
+def build_decoder(
+    model: Transformer, *, data: BinaryIO | None = None, data_name: str = ""
+) -> onnx.ModelProto:
+    """The one-step decoder graph; weights streamed into ``data`` if given (see :func:`build_encoder`)."""
+    g = GraphBuilder("decoder_step", data=data, data_name=data_name)
     heads, width = model.decoder_heads, model.width
     head_width = width // heads
     ids = g.input("input_ids", INT64, ["batch", 1])
@@ -223,7 +245,9 @@ def build_decoder(model: Transformer) -> onnx.ModelProto:
     logits = g.node(
         "Add",
         [
-            g.node("MatMul", [last, g.weight("lm_head.weight_t", model.lm_head.T.astype(np.float32))]),
+            g.node(
+                "MatMul", [last, g.weight("lm_head.weight_t", model.lm_head.T.astype(np.float32, copy=False))]
+            ),
             g.weight("logits_bias", model.logits_bias.astype(np.float32)),
         ],
         outputs=["logits"],
@@ -238,7 +262,7 @@ def build_decoder(model: Transformer) -> onnx.ModelProto:
 
 
 def _embed(g: GraphBuilder, name: str, table: np.ndarray, ids: str, scale: float) -> str:
-    x = g.node("Gather", [g.weight(f"{name}.embed_tokens", table.astype(np.float32)), ids])
+    x = g.node("Gather", [g.weight(f"{name}.embed_tokens", table.astype(np.float32, copy=False)), ids])
     return x if scale == 1.0 else g.mul(x, g.const(scale, np.float32))
 
 
