@@ -33,13 +33,12 @@ GRAPHS = ("encoder.onnx", "decoder.onnx")
 EXTERNAL_DATA_BYTES = 1 << 30
 
 
-def write_graphs(model: Transformer, output_dir: Path, *, int8: bool) -> list[str]:
-    """Build, save and check ``encoder.onnx`` and ``decoder.onnx`` (int8 if asked).
+def write_graphs(model: Transformer, output_dir: Path) -> list[str]:
+    """Build, save and check ``encoder.onnx`` and ``decoder.onnx`` (float32).
 
     Returns:
         the extra files written besides the two graphs (external weight files), for the manifest.
     """
-    extra = []
     external = model.nbytes > EXTERNAL_DATA_BYTES
     for build, name in ((build_encoder, "encoder.onnx"), (build_decoder, "decoder.onnx")):
         path, data = output_dir / name, output_dir / f"{name}.data"
@@ -49,12 +48,20 @@ def write_graphs(model: Transformer, output_dir: Path, *, int8: bool) -> list[st
         else:
             onnx.save(build(model), str(path))
         onnx.checker.check_model(str(path))  # by path: works with external data
-        if int8:
-            quantize_int8(path)  # int8 weights are a quarter of the size: one file again
-            data.unlink(missing_ok=True)
-        elif external:
-            extra.append(data.name)
-    return extra
+    return [f"{name}.data" for name in GRAPHS] if external else []
+
+
+def quantize_graphs(output_dir: Path) -> list[str]:
+    """Quantize both graphs to int8 in place. Call it after the float32 weights are released (the
+    quantizer holds a graph twice). int8 weights are a quarter of the size: one file per graph again.
+
+    Returns:
+        the extra files left besides the two graphs (none).
+    """
+    for name in GRAPHS:
+        quantize_int8(output_dir / name)
+        (output_dir / f"{name}.data").unlink(missing_ok=True)
+    return []
 
 
 def graph_specs(layers: int) -> tuple[EncoderSpec, DecoderSpec]:

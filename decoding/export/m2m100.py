@@ -25,7 +25,7 @@ from .._manifest import Generation, Limits, SpecialTokens, TokenizerSpec
 from ._checkpoint import Checkpoint, ConvertOptions, copy_card, load_weights, read_checkpoint
 from ._common import prepare_output_dir
 from ._hf_weights import Weights
-from ._seq2seq import write_graphs, write_transformer_manifest
+from ._seq2seq import quantize_graphs, write_graphs, write_transformer_manifest
 from .transformer import Transformer
 
 SPM_FILE = "sentencepiece.bpe.model"
@@ -73,16 +73,20 @@ def convert(
     directions = _directions(options)
     model = transformer(checkpoint, load_weights(checkpoint))
     model.check_fused_kernels()
+    layers = len(model.decoder_layers)
 
     output_dir = prepare_output_dir(output_dir, force=force)
-    weight_files = write_graphs(model, output_dir, int8=options.int8)
+    weight_files = write_graphs(model, output_dir)
+    del model  # the float32 weights, before the quantizer needs its own memory
+    if options.int8:
+        weight_files = quantize_graphs(output_dir)
     shutil.copyfile(checkpoint.path / SPM_FILE, output_dir / SPM_FILE)
     config = checkpoint.config
     max_positions = int(config["max_position_embeddings"])
     codes = {lang: added[code] for lang, code in LANGUAGE_CODES.items()}
     write_transformer_manifest(
         output_dir,
-        layers=len(model.decoder_layers),
+        layers=layers,
         name=checkpoint.bundle_name(options),
         directions=directions,
         family="m2m100",

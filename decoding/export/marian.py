@@ -30,7 +30,7 @@ from .._manifest import Generation, Limits, SpecialTokens, TokenizerSpec
 from ._checkpoint import Checkpoint, ConvertOptions, copy_card, language, load_weights, read_checkpoint
 from ._common import prepare_output_dir
 from ._hf_weights import Weights
-from ._seq2seq import write_graphs, write_transformer_manifest
+from ._seq2seq import quantize_graphs, write_graphs, write_transformer_manifest
 from .transformer import Transformer
 
 MarianExportOptions = ConvertOptions  # the name callers used before the torch-free converter
@@ -65,7 +65,10 @@ def convert(
     model = transformer(checkpoint, load_weights(checkpoint), suppress=suppressed_ids(checkpoint))
     model.check_fused_kernels()
     output_dir = prepare_output_dir(output_dir, force=force)
-    weight_files = write_graphs(model, output_dir, int8=options.int8)
+    weight_files = write_graphs(model, output_dir)
+    del model  # the float32 weights, before the quantizer needs its own memory
+    if options.int8:
+        weight_files = quantize_graphs(output_dir)
     finish_bundle(checkpoint, plan, output_dir, options, weight_files=weight_files)
     return output_dir
 

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from ._checkpoint import ConvertOptions, read_checkpoint
-from ._common import prepare_output_dir, quantize_int8, run_for_cli, session_for_check
-from ._seq2seq import GRAPHS
+from ._common import prepare_output_dir, run_for_cli, session_for_check
+from ._seq2seq import quantize_graphs
 from .marian import finish_bundle, plan_bundle, suppressed_ids
 from .transformer import graph_names
 
@@ -53,8 +53,7 @@ def convert(
         _export_decoder(model, suppress, output_dir / "decoder.onnx", decoder_in, decoder_out)
         _check_against_torch(model, suppress, output_dir, encoder_names, decoder_in, decoder_out)
     if options.int8:
-        for graph in GRAPHS:
-            quantize_int8(output_dir / graph)
+        quantize_graphs(output_dir)
     finish_bundle(checkpoint, plan, output_dir, options)
     return output_dir
 
