@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 OUT = Path(__file__).parent / "out"
 
@@ -18,11 +19,53 @@ def opus_mt_checkpoint() -> Path:
 
 
 def opus_mt_bundle(*, int8: bool) -> Path:
-    """That checkpoint exported by liuyi's exporter (fp32 or int8)."""
-    from decoding.export.marian import MarianExportOptions, convert
+    """That checkpoint converted by liuyi's torch-free converter (fp32 or int8)."""
+    from decoding.export import convert_checkpoint
 
     path = OUT / ("opus-mt-zh-en-random-int8" if int8 else "opus-mt-zh-en-random")
     path = path.with_name(path.name + "-bundle")
     if not (path / "manifest.json").is_file():
-        convert(opus_mt_checkpoint(), path, options=MarianExportOptions(int8=int8), force=True)
+        convert_checkpoint(opus_mt_checkpoint(), path, int8=int8, force=True)
     return path
+
+
+def nllb_checkpoint() -> Path:
+    """A random-weight checkpoint with facebook/nllb-200-distilled-600M's shape (vocab 256206,
+    d_model 1024, 12+12 layers, 16 heads, ffn 4096); ~2.4 GB, built once."""
+    from decoding.export.synthetic_nllb import build
+
+    path = OUT / "nllb-200-600M-random"
+    if not (path / "config.json").is_file():
+        build(path, arch="nllb-600M", seed=0, force=True)
+    return path
+
+
+def nllb_bundle(*, int8: bool) -> Path:
+    """That checkpoint converted by liuyi's torch-free converter (one bundle, both directions)."""
+    from decoding.export import convert_checkpoint
+
+    path = OUT / ("nllb-200-600M-random-int8-bundle" if int8 else "nllb-200-600M-random-bundle")
+    if not (path / "manifest.json").is_file():
+        convert_checkpoint(nllb_checkpoint(), path, int8=int8, force=True)
+    return path
+
+
+# --model NAME -> (checkpoint, bundle); every engine measures zh->en on it
+MODELS = {
+    "opus-mt": (opus_mt_checkpoint, opus_mt_bundle),
+    "nllb-600M": (nllb_checkpoint, nllb_bundle),
+}
+
+
+def reference(model: str) -> tuple[Any, Any, dict[str, Any], list[str] | None]:
+    """(transformers model, tokenizer encoding zh, generate() extras, CTranslate2 target prefix)."""
+    from transformers import AutoTokenizer, M2M100ForConditionalGeneration, MarianMTModel
+
+    checkpoint = str(MODELS[model][0]())
+    if model == "nllb-600M":
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint, src_lang="zho_Hans")
+        forced = tokenizer.convert_tokens_to_ids("eng_Latn")
+        hf = M2M100ForConditionalGeneration.from_pretrained(checkpoint).eval()
+        return hf, tokenizer, {"forced_bos_token_id": forced}, ["eng_Latn"]
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    return MarianMTModel.from_pretrained(checkpoint).eval(), tokenizer, {}, None

@@ -8,6 +8,7 @@ Markdown table and the ratios the performance issue asks for.
 
     python bench/engine.py                      # everything (~10 minutes on 2 cores)
     python bench/engine.py --quick              # fewer repeats and configurations
+    python bench/engine.py --model nllb-600M    # NLLB-200-distilled-600M's shape (random weights, ~2.4 GB)
     python bench/engine.py --worker liuyi ...   # one measurement, JSON on stdout (used internally)
 
 Needs the [bench] extra (ctranslate2) besides [export].
@@ -27,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._machine import RssSampler, machine_report, peak_rss_mb
-from bench._models import OUT, opus_mt_bundle, opus_mt_checkpoint
+from bench._models import MODELS, OUT, reference
 from decoding.export.synthetic import CORPUS
 
 # 24 tokens with the benchmark tokenizer (eos included): the TTFT target's sentence.
@@ -39,7 +40,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tokens", type=int, default=64, help="output tokens per sequence (fixed)")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", type=Path, default=OUT / "engine.md")
+    parser.add_argument("--model", choices=sorted(MODELS), default="opus-mt", help="the shape measured")
+    parser.add_argument("--out", type=Path, help="report file (default: bench/out/engine[-MODEL].md)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -83,16 +85,15 @@ def liuyi_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     )
 
     bundle = load_bundle(
-        opus_mt_bundle(int8=config["int8"]),
+        MODELS[config["model"]][1](int8=config["int8"]),
         options=LoadOptions(
             runtime=RuntimeOptions(intra_op_num_threads=config["threads"], shared_thread_pool=True),
             verify_checksums=False,
         ),
     )
-    assert len(bundle.tokenizer.encode(TTFT_SENTENCE).ids) == 24
     options = DecodeOptions(max_new_tokens=tokens, min_new_tokens=tokens)
     scheduler = BatchScheduler(bundle, max_batch_size=64, max_queue=0)
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {"source_tokens": len(bundle.tokenizer.encode(TTFT_SENTENCE).ids)}
     try:
         runs = []
         for _ in range(config["repeats"] + 1):
@@ -166,7 +167,7 @@ def ort_bare_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     from decoding import LoadOptions, RuntimeOptions, load_bundle
 
     bundle = load_bundle(
-        opus_mt_bundle(int8=config["int8"]),
+        MODELS[config["model"]][1](int8=config["int8"]),
         options=LoadOptions(
             runtime=RuntimeOptions(intra_op_num_threads=config["threads"], shared_thread_pool=True),
             verify_checksums=False,
@@ -213,13 +214,11 @@ def hf_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     import warnings
 
     import torch
-    from transformers import MarianMTModel, MarianTokenizer
     from transformers.generation.streamers import BaseStreamer
 
     warnings.simplefilter("ignore")
     torch.set_num_threads(config["threads"])
-    model = MarianMTModel.from_pretrained(str(opus_mt_checkpoint())).eval()
-    tokenizer = MarianTokenizer.from_pretrained(str(opus_mt_checkpoint()))
+    model, tokenizer, extra, _ = reference(config["model"])
 
     class Stamps(BaseStreamer):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -244,26 +243,28 @@ def hf_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
                 max_new_tokens=tokens,
                 min_new_tokens=tokens,
                 streamer=streamer,
+                **extra,
             )
         runs.append(_timed_stream([start, *streamer.times[1:]]))  # put() #0 is the decoder start token
     batch = tokenizer(BATCH_SENTENCES, return_tensors="pt", padding=True)
     start = time.perf_counter()
     with torch.no_grad():
-        model.generate(**batch, num_beams=1, do_sample=False, max_new_tokens=tokens, min_new_tokens=tokens)
+        model.generate(
+            **batch, num_beams=1, do_sample=False, max_new_tokens=tokens, min_new_tokens=tokens, **extra
+        )
     wall = time.perf_counter() - start
     return {"batch1": _best(runs[1:]), "batch16_tokens_per_s": len(BATCH_SENTENCES) * tokens / wall}
 
 
 def ct2_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     import ctranslate2
-    from transformers import MarianTokenizer
 
-    model_dir = OUT / "ct2-opus-mt-zh-en-random"
+    model_dir = OUT / f"ct2-{config['model']}-random"
     if not (model_dir / "model.bin").is_file():
-        ctranslate2.converters.TransformersConverter(str(opus_mt_checkpoint())).convert(
+        ctranslate2.converters.TransformersConverter(str(MODELS[config["model"]][0]())).convert(
             str(model_dir), force=True
         )
-    tokenizer = MarianTokenizer.from_pretrained(str(opus_mt_checkpoint()))
+    _, tokenizer, _, prefix = reference(config["model"])
 
     def pieces(text: str) -> list[str]:
         return tokenizer.convert_ids_to_tokens(tokenizer(text).input_ids)
@@ -280,7 +281,7 @@ def ct2_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     for _ in range(config["repeats"] + 1):
         stamps = [time.perf_counter()]
         for _step in translator.generate_tokens(
-            source, max_decoding_length=tokens, min_decoding_length=tokens, sampling_topk=1
+            source, prefix, max_decoding_length=tokens, min_decoding_length=tokens, sampling_topk=1
         ):
             stamps.append(time.perf_counter())
         runs.append(_timed_stream(stamps))
@@ -288,7 +289,13 @@ def ct2_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     walls = []
     for _ in range(3):
         start = time.perf_counter()
-        translator.translate_batch(batch, beam_size=1, max_decoding_length=tokens, min_decoding_length=tokens)
+        translator.translate_batch(
+            batch,
+            [prefix] * len(batch) if prefix else None,
+            beam_size=1,
+            max_decoding_length=tokens,
+            min_decoding_length=tokens,
+        )
         walls.append(time.perf_counter() - start)
     return {"batch1": _best(runs[1:]), "batch16_tokens_per_s": len(batch) * tokens / statistics.median(walls)}
 
@@ -326,8 +333,10 @@ def orchestrate(args: argparse.Namespace) -> int:
     repeats = 3 if args.quick else 5
     rounds = 1 if args.quick else 3
     threads = [1, 2]
-    opus_mt_bundle(int8=False)
-    opus_mt_bundle(int8=True)  # build once, before timing anything
+    model = args.model
+    out: Path = args.out or OUT / ("engine.md" if model == "opus-mt" else f"engine-{model}.md")
+    MODELS[model][1](int8=False)
+    MODELS[model][1](int8=True)  # build once, before timing anything
     concurrency = [1, 4, 8, 16, 32]
     jobs: list[tuple[str, str, dict[str, Any]]] = [
         *(
@@ -360,7 +369,9 @@ def orchestrate(args: argparse.Namespace) -> int:
     for round_number in range(rounds):
         for label, worker, config in jobs:
             print(f"round {round_number + 1}/{rounds}: {label} ...", file=sys.stderr, flush=True)
-            runs[label].append(run_worker(worker, {"repeats": repeats, **config}, args.tokens))
+            runs[label].append(
+                run_worker(worker, {"repeats": repeats, "model": model, **config}, args.tokens)
+            )
     rows = [(label, _median_of(results)) for label, results in runs.items()]
     by_label = dict(rows)
     liuyi = {t: by_label[f"liuyi int8, {t} thread(s)"] for t in threads}
@@ -419,7 +430,10 @@ def orchestrate(args: argparse.Namespace) -> int:
             ours["batch1"]["tokens_per_s"] / hf_best["batch1"]["tokens_per_s"],
         ),
         *(
-            (f"liuyi TTFT ms, 24-token source, {t} thread(s) (target <= 10)", liuyi[t]["batch1"]["ttft_ms"])
+            (
+                f"liuyi TTFT ms, {ours['source_tokens']:.0f}-token source, {t} thread(s) (target <= 10)",
+                liuyi[t]["batch1"]["ttft_ms"],
+            )
             for t in threads
         ),
         (
@@ -435,10 +449,11 @@ def orchestrate(args: argparse.Namespace) -> int:
     lines += ["", "| ratio | value |", "|---|---:|"] + [f"| {name} | {value:.2f} |" for name, value in ratios]
     report = "\n".join(lines)
     print(report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps({label: result for label, result in rows}, indent=1))
-    args.out.write_text(
-        f"`python bench/engine.py --tokens {args.tokens}{' --quick' if args.quick else ''}` "
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps({label: result for label, result in rows}, indent=1))
+    command = f"python bench/engine.py --tokens {args.tokens}{' --quick' if args.quick else ''}"
+    out.write_text(
+        f"`{command}{f' --model {model}' if model != 'opus-mt' else ''}` "
         f"(median of {rounds} interleaved rounds x {repeats} runs per configuration)\n\n" + report + "\n",
         encoding="utf-8",
     )

@@ -41,6 +41,7 @@ class Bundle:
         self.manifest = manifest
         self.tokenizer = tokenizer
         self.graphs = graphs
+        self.options = options
         self.max_input_chars = options.max_input_chars
 
     @property
@@ -50,6 +51,28 @@ class Bundle:
     @property
     def direction(self) -> str:
         return self.manifest.direction
+
+    @property
+    def model_id(self) -> str:
+        """What clients pick this bundle-and-direction by: the name, plus the direction when the
+        bundle serves several (``nllb-200-distilled-600M-zh-en``)."""
+        if len(self.manifest.served_directions) == 1:
+            return self.name
+        return f"{self.name}-{self.direction}"
+
+    def for_direction(self, direction: str) -> Bundle:
+        """This bundle translating ``direction`` (one of ``manifest.served_directions``): the same
+        graphs and name (so one scheduler batches every direction), the manifest's languages and the
+        tokenizer set for that direction.
+
+        Raises:
+            ValueError: the bundle does not serve ``direction``.
+        """
+        if direction == self.direction:
+            return self
+        manifest = self.manifest.for_direction(direction)
+        tokenizer = self.tokenizer.for_direction(manifest.source_lang, manifest.target_lang)
+        return Bundle(self.path, manifest, tokenizer, self.graphs, self.options)
 
     def stream(
         self, text: str, *, options: DecodeOptions | None = None, cancel: threading.Event | None = None
@@ -92,7 +115,9 @@ def load_bundle(path: str | Path = DEFAULT_BUNDLE, *, options: LoadOptions | Non
     if not path.is_dir():
         raise BundleNotFoundError(path, "no such bundle directory")
     manifest = load_manifest(path, verify_checksums=options.verify_checksums)
-    tokenizer = load_tokenizer(path, manifest.tokenizer, manifest.tokens)
+    tokenizer = load_tokenizer(path, manifest.tokenizer, manifest.tokens).for_direction(
+        manifest.source_lang, manifest.target_lang
+    )
     graphs = Seq2SeqGraphs(path, manifest, options.runtime)
     return Bundle(path, manifest, tokenizer, graphs, options)
 

@@ -7,7 +7,9 @@ guard needs the full logits row.
 
 The rules follow transformers' logits processors, in transformers' order, so greedy outputs match
 ``generate(num_beams=1, do_sample=False)`` token for token: no-repeat-ngram, then min-new-tokens,
-then forced eos at the length limit.
+then forced eos at the length limit. A multilingual model's target-language token (transformers'
+``forced_bos_token_id``) is forced as the first token, per sequence, so rows writing different
+languages share one batch.
 """
 
 from __future__ import annotations
@@ -77,8 +79,10 @@ class GreedySequence:
         min_new_tokens: int = 0,
         forced_eos_at_limit: bool = False,
         no_repeat_ngram_size: int = 0,
+        forced_first: int | None = None,
     ) -> None:
         self.tokens: list[int] = []
+        self._forced_first = forced_first
         self.finish_reason: FinishReason | None = None
         self._eos = eos
         self._max_new = max_new_tokens
@@ -107,6 +111,8 @@ class GreedySequence:
         step = len(self.tokens)
         if self._forced_eos and step == self._max_new - 1:
             token = self._eos
+        elif step == 0 and self._forced_first is not None:
+            token = self._forced_first
         elif self._ngram > 0 and logits is not None:
             token = self._choose_guarded(logits, step)
         else:
@@ -115,7 +121,7 @@ class GreedySequence:
                 token = int(top_ids[1])
         self._record(token)
         if token == self._eos:
-            natural = int(top_ids[0]) == self._eos
+            natural = int(top_ids[0]) == self._eos and not (step == 0 and self._forced_first is not None)
             self.finish_reason = (
                 "stop" if natural or not self._forced_eos or step < self._max_new - 1 else "length"
             )

@@ -139,6 +139,7 @@ class Translation:
             min_new_tokens=planned.min_new_tokens,
             forced_eos_at_limit=manifest.generation.forced_eos_at_limit,
             no_repeat_ngram_size=self.options.no_repeat_ngram_size,
+            forced_first=manifest.generation.forced_first_tokens.get(manifest.target_lang),
         )
         self._detokenizer = self.bundle.tokenizer.incremental_decoder()
         self._segment_text = []

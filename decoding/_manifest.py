@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,9 @@ class Generation:
     # default max_new_tokens = ratio * source tokens + extra, capped by limits.max_target_tokens
     max_new_tokens_ratio: float = 2.0
     max_new_tokens_extra: int = 10
+    # target language -> the token every target sequence in that language starts with (NLLB/M2M100
+    # language codes: transformers' forced_bos_token_id). Empty for models that need none.
+    forced_first_tokens: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,11 +131,26 @@ class Manifest:
     license_file: str | None = None  # full license text, inside the bundle
     attribution: str = ""  # who made the weights and where they come from
     quantization: str | None = None  # None (float32) or "int8" (dynamic quantization)
+    # Every "src-tgt" a multilingual bundle serves (the first is source_lang-target_lang); empty for a
+    # single-direction bundle. The registry routes each to the bundle, with this manifest's
+    # source_lang/target_lang replaced (see :meth:`for_direction`).
+    directions: tuple[str, ...] = ()
     format: str = FORMAT
 
     @property
     def direction(self) -> str:
         return f"{self.source_lang}-{self.target_lang}"
+
+    @property
+    def served_directions(self) -> tuple[str, ...]:
+        return self.directions or (self.direction,)
+
+    def for_direction(self, direction: str) -> Manifest:
+        """This manifest as seen by requests in ``direction`` (one of :attr:`served_directions`)."""
+        if direction not in self.served_directions:
+            raise ValueError(f"{self.name} does not translate {direction}")
+        source, target = direction.split("-")
+        return replace(self, source_lang=source, target_lang=target)
 
 
 def sha256_file(path: Path) -> str:
@@ -245,9 +263,24 @@ class _Reader:
             license_file=self.opt(raw, "license_file", str, ""),
             attribution=self.opt(raw, "attribution", str, "") or "",
             quantization=self.opt(raw, "quantization", str, ""),
+            directions=self.directions(raw, f"{source}-{target}"),
         )
         self.check_consistency(manifest)
         return manifest
+
+    def directions(self, raw: Mapping[str, Any], first: str) -> tuple[str, ...]:
+        directions = self.opt(raw, "directions", list, "") or []
+        for i, direction in enumerate(directions):
+            source, _, target = str(direction).partition("-")
+            if not isinstance(direction, str) or source not in LANGUAGES or target not in LANGUAGES:
+                raise self.fail(f"directions[{i}]", f"{direction!r} is not 'src-tgt' with zh or en")
+            if source == target:
+                raise self.fail(f"directions[{i}]", "source and target must differ")
+        if directions and directions[0] != first:
+            raise self.fail("directions", f"must start with source_lang-target_lang ({first!r})")
+        if len(set(directions)) != len(directions):
+            raise self.fail("directions", "lists a direction twice")
+        return tuple(directions)
 
     def tokens(self, obj: Mapping[str, Any]) -> SpecialTokens:
         return SpecialTokens(
@@ -271,7 +304,15 @@ class _Reader:
             forced_eos_at_limit=self.get(obj, "forced_eos_at_limit", bool, "generation"),
             max_new_tokens_ratio=float(self.get(obj, "max_new_tokens_ratio", (int, float), "generation")),
             max_new_tokens_extra=self.get(obj, "max_new_tokens_extra", int, "generation"),
+            forced_first_tokens=self.forced_first(obj),
         )
+
+    def forced_first(self, obj: Mapping[str, Any]) -> dict[str, int]:
+        forced = self.opt(obj, "forced_first_tokens", dict, "generation") or {}
+        for lang, token in forced.items():
+            if lang not in LANGUAGES or isinstance(token, bool) or not isinstance(token, int):
+                raise self.fail(f"generation.forced_first_tokens.{lang}", "expected zh/en -> a token id")
+        return dict(forced)
 
     def tokenizer(self, obj: Mapping[str, Any]) -> TokenizerSpec:
         files = self.get(obj, "files", dict, "tokenizer")

@@ -1,4 +1,8 @@
-"""The loaded bundles, one per translation direction, and how a request picks one."""
+"""The loaded bundles, one per translation direction, and how a request picks one.
+
+A multilingual bundle (NLLB) serves several directions: the registry routes each to a view of it
+(:meth:`Bundle.for_direction`) that shares its graphs and name, so one scheduler steps them all.
+"""
 
 from __future__ import annotations
 
@@ -14,11 +18,22 @@ class ModelRegistry:
 
     def __init__(self, bundles: Iterable[Bundle]) -> None:
         self._by_direction: dict[str, Bundle] = {}
+        self._loaded: dict[str, Bundle] = {}  # name -> bundle serving at least one direction
         for bundle in bundles:
-            self._by_direction.setdefault(bundle.direction, bundle)
+            for direction in bundle.manifest.served_directions:
+                if direction not in self._by_direction:
+                    self._by_direction[direction] = bundle.for_direction(direction)
+                    self._loaded.setdefault(bundle.name, bundle)
 
     @property
     def bundles(self) -> list[Bundle]:
+        """The loaded bundles that serve requests, each once (what schedulers and warm-up need)."""
+        return list(self._loaded.values())
+
+    @property
+    def routes(self) -> list[Bundle]:
+        """One bundle per direction served (a multilingual bundle once per direction): what model
+        and language listings show."""
         return list(self._by_direction.values())
 
     @property

@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--local", action="store_true", help="list the bundles pulled into LIUYI_HOME")
     add_store_commands(commands)
 
-    commands.add_parser("export", help="export a Hugging Face Marian checkpoint to a bundle", add_help=False)
+    commands.add_parser("export", help="convert a checkpoint to a bundle (no torch)", add_help=False)
     return parser
 
 

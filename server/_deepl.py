@@ -126,7 +126,7 @@ async def languages(request: Request) -> Response:
     kind = params.get("type") or "source"
     if kind not in ("source", "target"):
         raise BadRequest("'type' must be 'source' or 'target'", param="type")
-    return JSONResponse(languages_of(service.registry.bundles, kind))
+    return JSONResponse(languages_of(service.registry.routes, kind))
 
 
 async def usage(request: Request) -> Response:

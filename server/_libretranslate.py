@@ -99,7 +99,7 @@ def languages_of(bundles: list[Bundle]) -> list[dict[str, Any]]:
 
 async def languages(request: Request) -> Response:
     service, _ = services(request)
-    return JSONResponse(languages_of(service.registry.bundles))
+    return JSONResponse(languages_of(service.registry.routes))
 
 
 async def frontend_settings(request: Request) -> Response:

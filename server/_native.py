@@ -149,11 +149,11 @@ async def models(request: Request) -> Response:
     service, settings = services(request)
     check_api_key(request, settings)
     data = []
-    for bundle in service.registry.bundles:
+    for bundle in service.registry.routes:  # a multilingual bundle once per direction
         m = bundle.manifest
         data.append(
             {
-                "id": bundle.name,
+                "id": bundle.model_id,
                 "object": "model",
                 "owned_by": "liuyi",
                 "aliases": [f"liuyi-{m.source_lang}-{m.target_lang}"],

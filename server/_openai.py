@@ -60,11 +60,11 @@ def resolve_model(name: str, registry: ModelRegistry) -> tuple[str, str | None]:
     """
     if name in AUTO_MODELS:
         return "auto", None
-    for bundle in registry.bundles:  # the bundles that serve requests, as listed by /v1/models
+    for bundle in registry.routes:  # one per direction served, as listed by /v1/models
         m = bundle.manifest
-        if name in (bundle.name, f"liuyi-{m.source_lang}-{m.target_lang}"):
+        if name in (bundle.model_id, bundle.name, f"liuyi-{m.source_lang}-{m.target_lang}"):
             return m.source_lang, m.target_lang
-    available = [*(b.name for b in registry.bundles), *AUTO_MODELS]
+    available = [*(b.model_id for b in registry.routes), *AUTO_MODELS]
     raise NotFound(
         f"the model {name!r} does not exist; available: {', '.join(available)}",
         code=ErrorCode.MODEL_NOT_FOUND,

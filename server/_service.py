@@ -193,7 +193,7 @@ class TranslationService:
                 "log": log if log is not None else {},
             }
             key = cache_key(
-                bundle.name,
+                bundle.model_id,  # the name, plus the direction for a multilingual bundle
                 bundle.manifest.files[bundle.manifest.decoder.file].sha256,
                 request.text,
                 request.max_new_tokens,

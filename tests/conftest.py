@@ -18,6 +18,7 @@ from tests._live import LiveServer, asgi_client
 # on their own within a few tokens and others run into max_new_tokens (both paths get checked).
 TINY_SEED = 2
 TINY_EOS_BIAS = 2.0
+NLLB_EOS_BIAS = 2.5
 
 
 @pytest.fixture(scope="session")
@@ -30,10 +31,10 @@ def tiny_marian_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_marian_bundle_dir(tiny_marian_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same checkpoint exported by the project's own exporter."""
-    from decoding.export.marian import convert
+    """The same checkpoint converted by the torch-free converter."""
+    from decoding.export import convert_checkpoint
 
-    return convert(tiny_marian_dir, tmp_path_factory.mktemp("bundles") / "tiny-zh-en")
+    return convert_checkpoint(tiny_marian_dir, tmp_path_factory.mktemp("bundles") / "tiny-zh-en")
 
 
 @pytest.fixture(scope="session")
@@ -43,16 +44,20 @@ def tiny_marian_bundle(tiny_marian_bundle_dir: Path) -> Bundle:
     )
 
 
-@pytest.fixture(scope="session")
-def hf_tiny(tiny_marian_dir: Path) -> Iterator[tuple[Any, Any]]:
+def marian_reference(checkpoint: Path) -> tuple[Any, Any]:
     """(MarianMTModel, MarianTokenizer) from transformers: the reference implementation."""
     from transformers import MarianMTModel, MarianTokenizer
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses" and friends
-        tokenizer = MarianTokenizer.from_pretrained(str(tiny_marian_dir))
-        model = MarianMTModel.from_pretrained(str(tiny_marian_dir)).eval()
-    yield model, tokenizer
+        tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
+        model = MarianMTModel.from_pretrained(str(checkpoint)).eval()
+    return model, tokenizer
+
+
+@pytest.fixture(scope="session")
+def hf_tiny(tiny_marian_dir: Path) -> tuple[Any, Any]:
+    return marian_reference(tiny_marian_dir)
 
 
 @pytest.fixture(scope="session")
@@ -73,3 +78,41 @@ async def http(default_bundle: Bundle) -> AsyncIterator[httpx.AsyncClient]:
     """The app in process with default settings, behind httpx's ASGI transport."""
     async with asgi_client(Settings(), [default_bundle]) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def tiny_tc_big_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tc-big style checkpoint: separate source/target vocabularies, target-language tokens."""
+    from decoding.export.synthetic import build
+
+    return build(
+        tmp_path_factory.mktemp("hf") / "opus-mt-tc-big-zh-en-tiny",
+        seed=TINY_SEED,
+        eos_bias=8.0,  # its random logits are larger: this mixes stops and length limits again
+        separate_vocabs=True,
+    )
+
+
+@pytest.fixture(scope="session")
+def hf_tc_big(tiny_tc_big_dir: Path) -> tuple[Any, Any]:
+    return marian_reference(tiny_tc_big_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_nllb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An NLLB-200-architecture checkpoint: random weights, SentencePiece BPE trained offline."""
+    from decoding.export.synthetic_nllb import build
+
+    return build(tmp_path_factory.mktemp("hf") / "nllb-200-tiny", seed=TINY_SEED, eos_bias=NLLB_EOS_BIAS)
+
+
+@pytest.fixture(scope="session")
+def hf_nllb(tiny_nllb_dir: Path) -> Iterator[tuple[Any, Any]]:
+    """(M2M100ForConditionalGeneration, NllbTokenizer) from transformers: the reference."""
+    from transformers import AutoTokenizer, M2M100ForConditionalGeneration
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tokenizer = AutoTokenizer.from_pretrained(str(tiny_nllb_dir))
+        model = M2M100ForConditionalGeneration.from_pretrained(str(tiny_nllb_dir)).eval()
+    yield model, tokenizer

@@ -2,32 +2,35 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import pytest
-import torch
 
 from decoding import Bundle, DecodeOptions, Delta, Result
 from decoding.export.synthetic import CORPUS
+from tests import _parity
+from tests._parity import engine_ids
 
 INPUTS = [*CORPUS[:26], "😀😀 龘靐 naïve", "1234567890", "a", "？！"]
 
 
 def reference_ids(hf: tuple[Any, Any], text: str, **generate_kwargs: Any) -> list[int]:
     model, tokenizer = hf
+    return _parity.reference_ids(model, tokenizer(text, return_tensors="pt"), **generate_kwargs)
+
+
+@pytest.mark.parametrize("text", INPUTS[::3])
+def test_step_logits_allclose_to_transformers(
+    tiny_marian_bundle: Bundle, hf_tiny: tuple[Any, Any], text: str
+) -> None:
+    model, tokenizer = hf_tiny
     encoded = tokenizer(text, return_tensors="pt")
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = model.generate(**encoded, num_beams=1, do_sample=False, **generate_kwargs)
-    return out[0].tolist()[1:]  # drop decoder_start
-
-
-def engine_ids(bundle: Bundle, text: str, options: DecodeOptions) -> list[int]:
-    """Token ids the engine generated for a one-sentence text (eos included)."""
-    result = bundle.translate(text, options=options)
-    assert len(result.segments) == 1, "parity inputs are single sentences"
-    return list(result.segments[0].token_ids)
+    targets = reference_ids(hf_tiny, text, max_new_tokens=12)
+    start = tiny_marian_bundle.manifest.tokens.decoder_start
+    _parity.assert_logits_close(
+        _parity.engine_logits(tiny_marian_bundle, encoded.input_ids[0].tolist(), start, targets),
+        _parity.reference_logits(model, encoded, start, targets),
+    )
 
 
 def test_tokenizer_encodes_like_transformers(tiny_marian_bundle: Bundle, hf_tiny: tuple[Any, Any]) -> None:

@@ -1,13 +1,16 @@
-"""Converters that turn trained models into liuyi bundles (need the ``[export]`` extra).
+"""Converters that turn trained checkpoints into liuyi bundles, without torch.
 
-python -m decoding.export SRC OUT [--int8]      # a Hugging Face Marian checkpoint
-python -m decoding.export.cn2en --source DIR OUT  # the bundled default zh->en model
+python -m decoding.export SRC OUT [--int8]             # a Hugging Face checkpoint (Marian, M2M100/NLLB)
+python -m decoding.export.marian_torch SRC OUT         # Marian without safetensors (needs [export])
+python -m decoding.export.cn2en --source DIR OUT       # the bundled default zh->en model
 
-``convert_checkpoint(checkpoint_dir, output_dir, ...)`` is what ``liuyi pull`` calls.
+:func:`convert_checkpoint` reads ``config.json``'s ``model_type`` and hands the checkpoint to its
+family's ``convert(source, output_dir, *, force, options)``; it is what ``liuyi pull`` calls.
 """
 
 from __future__ import annotations
 
-from ._convert_stub import convert_checkpoint
+from ._checkpoint import ConvertOptions
+from ._dispatch import FAMILIES, convert_checkpoint
 
-__all__ = ["convert_checkpoint"]
+__all__ = ["FAMILIES", "ConvertOptions", "convert_checkpoint"]

@@ -1,4 +1,9 @@
-"""``python -m decoding.export SRC OUT [--int8]``: a Marian checkpoint -> a liuyi bundle."""
+"""``python -m decoding.export SRC OUT [--int8]`` (also ``liuyi export``): a checkpoint -> a liuyi bundle.
+
+Torch-free: Marian (shared or separate vocabularies) and M2M100/NLLB checkpoints that ship
+``model.safetensors``. A Marian checkpoint with only ``pytorch_model.bin`` goes through
+``python -m decoding.export.marian_torch`` (needs the ``[export]`` extra).
+"""
 
 from __future__ import annotations
 
@@ -7,30 +12,29 @@ import sys
 from pathlib import Path
 
 from ._common import run_for_cli
-from .marian import MarianExportOptions, convert
+from ._dispatch import FAMILIES, convert_checkpoint
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m decoding.export",
-        description="Export a Hugging Face Marian checkpoint (e.g. opus-mt-zh-en) to a liuyi model bundle.",
+        description="Convert a Hugging Face checkpoint directory "
+        f"({', '.join(sorted(FAMILIES))}) to a liuyi model bundle, without torch.",
     )
     parser.add_argument(
-        "source",
-        help="local checkpoint directory (works offline) or a hub id such as "
-        "Helsinki-NLP/opus-mt-zh-en (needs internet)",
+        "source", type=Path, help="checkpoint directory (config.json, model.safetensors, ...)"
     )
     parser.add_argument("output", type=Path, help="bundle directory to create")
     parser.add_argument(
         "--int8", action="store_true", help="dynamic int8 quantization (smaller, faster on CPU)"
     )
-    parser.add_argument("--name", help="bundle name (default: from the source)")
+    parser.add_argument("--name", help="bundle name (default: the checkpoint directory's name)")
     parser.add_argument(
-        "--source-lang", choices=["zh", "en"], help="default: parsed from opus-mt-<src>-<tgt>"
+        "--source-lang",
+        choices=["zh", "en"],
+        help="default: from the checkpoint (an NLLB/M2M100 bundle then serves both directions)",
     )
-    parser.add_argument(
-        "--target-lang", choices=["zh", "en"], help="default: parsed from opus-mt-<src>-<tgt>"
-    )
+    parser.add_argument("--target-lang", choices=["zh", "en"], help="default: from the checkpoint")
     parser.add_argument("--license", help="license of the weights (default: the model card's)")
     parser.add_argument("--attribution", help="who made the weights, shown by `liuyi models`")
     parser.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
@@ -39,15 +43,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    options = MarianExportOptions(
-        name=args.name,
-        source_lang=args.source_lang,
-        target_lang=args.target_lang,
-        int8=args.int8,
-        license=args.license,
-        attribution=args.attribution,
+    return run_for_cli(
+        lambda: convert_checkpoint(
+            args.source,
+            args.output,
+            force=args.force,
+            int8=args.int8,
+            source_lang=args.source_lang,
+            target_lang=args.target_lang,
+            name=args.name,
+            license=args.license,
+            attribution=args.attribution,
+        )
     )
-    return run_for_cli(lambda: convert(args.source, args.output, options=options, force=args.force))
 
 
 if __name__ == "__main__":

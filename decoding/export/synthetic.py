@@ -21,6 +21,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ._common import prepare_output_dir
 
@@ -80,6 +81,10 @@ CORPUS = [
 ]
 
 
+# tc-big style target-language tokens, at the front of a separate source vocabulary
+LANGUAGE_TOKENS = (">>eng<<", ">>cmn_Hans<<")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Architecture:
     vocab_size: int | None  # None: exactly the SentencePiece pieces + specials; else padded with filler
@@ -110,6 +115,7 @@ def build(
     seed: int = 0,
     eos_bias: float = 0.0,
     max_length: int = 512,
+    separate_vocabs: bool = False,
     force: bool = False,
 ) -> Path:
     """Write a random Marian checkpoint directory.
@@ -120,6 +126,9 @@ def build(
         seed: torch seed for the weights (same seed, same model).
         eos_bias: added to eos's ``final_logits_bias`` so random models sometimes stop on their own.
         max_length: the generation config's max_length (the bundle's hard cap on output tokens).
+        separate_vocabs: the tc-big/tc-bible layout: a source vocabulary (``vocab.json``, with
+            target-language tokens such as ``>>eng<<``) and a smaller English-only target vocabulary
+            (``target_vocab.json``, ``target.spm``), ``share_encoder_decoder_embeddings: false``.
         force: replace an existing directory.
 
     Returns:
@@ -130,31 +139,27 @@ def build(
 
     shape = ARCHITECTURES[arch]
     output_dir = prepare_output_dir(output_dir, force=force)
-    pieces = _train_sentencepiece(output_dir, shape.spm_pieces)
-    vocab = _write_vocab(output_dir, pieces, shape.vocab_size)
-    pad = len(vocab) - 1
+    source_pieces = train_sentencepiece(output_dir / "source.spm", CORPUS, shape.spm_pieces)
+    if separate_vocabs:
+        english = [line for line in CORPUS if line.isascii()]
+        target_pieces = train_sentencepiece(output_dir / "target.spm", english, shape.spm_pieces * 3 // 4)
+        vocab = _write_vocab(output_dir / "vocab.json", source_pieces, shape.vocab_size, LANGUAGE_TOKENS)
+        target_vocab = _write_vocab(output_dir / "target_vocab.json", target_pieces, None, ())
+    else:
+        (output_dir / "target.spm").write_bytes((output_dir / "source.spm").read_bytes())
+        vocab = target_vocab = _write_vocab(output_dir / "vocab.json", source_pieces, shape.vocab_size, ())
+    pad = len(target_vocab) - 1  # also inside the (larger) source vocabulary, as nn.Embedding requires
     config = MarianConfig(
         vocab_size=len(vocab),
-        decoder_vocab_size=len(vocab),
-        d_model=shape.d_model,
-        encoder_layers=shape.layers,
-        decoder_layers=shape.layers,
-        encoder_attention_heads=shape.heads,
-        decoder_attention_heads=shape.heads,
-        encoder_ffn_dim=shape.ffn,
-        decoder_ffn_dim=shape.ffn,
-        max_position_embeddings=shape.max_positions,
+        decoder_vocab_size=len(target_vocab),
         activation_function="swish",
         scale_embedding=True,
-        share_encoder_decoder_embeddings=True,
+        share_encoder_decoder_embeddings=not separate_vocabs,
         pad_token_id=pad,
         eos_token_id=0,
         decoder_start_token_id=pad,
         forced_eos_token_id=0,
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        init_std=0.3 if arch == "tiny" else 0.02,
+        **config_shape(shape, tiny=arch == "tiny"),
     )
     torch.manual_seed(seed)
     model = MarianMTModel(config).eval()
@@ -177,7 +182,7 @@ def build(
                 "tokenizer_class": "MarianTokenizer",
                 "source_lang": "zh",
                 "target_lang": "en",
-                "separate_vocabs": False,
+                "separate_vocabs": separate_vocabs,
                 "model_max_length": shape.max_positions,
             },
             indent=2,
@@ -191,51 +196,91 @@ def build(
     return output_dir
 
 
-def _train_sentencepiece(output_dir: Path, pieces: int) -> list[str]:
+# opus-mt's SentencePiece models: unigram with byte fallback, <unk> = 0, </s> = 1, no <s>
+MARIAN_SPM: dict[str, Any] = {
+    "model_type": "unigram",
+    "byte_fallback": True,
+    "unk_id": 0,
+    "bos_id": -1,
+    "eos_id": 1,
+}
+
+
+def train_sentencepiece(
+    path: Path, corpus: list[str], pieces: int, settings: dict[str, Any] = MARIAN_SPM
+) -> list[str]:
+    """Train a SentencePiece model on ``corpus`` offline, write it to ``path``, return its pieces."""
     import sentencepiece
 
     model = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(CORPUS * 4),
+        sentence_iterator=iter(corpus * 4),
         model_writer=model,
         vocab_size=pieces,
-        model_type="unigram",
-        byte_fallback=True,
         character_coverage=1.0,
         hard_vocab_limit=False,
         minloglevel=2,
-        unk_id=0,
-        bos_id=-1,
-        eos_id=1,
         pad_id=-1,
         eos_piece="</s>",
+        **settings,
     )
-    for name in ("source.spm", "target.spm"):
-        (output_dir / name).write_bytes(model.getvalue())
+    path.write_bytes(model.getvalue())
     processor = sentencepiece.SentencePieceProcessor(model_proto=model.getvalue())
     return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
 
 
-def _write_vocab(output_dir: Path, pieces: list[str], size: int | None) -> dict[str, int]:
-    words = ["</s>", "<unk>", *[p for p in pieces if p not in ("<unk>", "</s>", "<s>")]]
+def _write_vocab(path: Path, pieces: list[str], size: int | None, extra: tuple[str, ...]) -> dict[str, int]:
+    words = ["</s>", "<unk>", *extra, *[p for p in pieces if p not in ("<unk>", "</s>", "<s>")]]
     if size is not None:
         words += [f"<filler_{i}>" for i in range(size - 1 - len(words))]
     vocab = {word: index for index, word in enumerate([*words, "<pad>"])}
-    (output_dir / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    path.write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     return vocab
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m decoding.export.synthetic", description=__doc__.split("\n")[0]
-    )
+def config_shape(shape: Any, *, tiny: bool) -> dict[str, Any]:
+    """Config keywords every synthetic encoder-decoder shares: sizes from ``shape``, no dropout, and
+    large random weights for tiny models (so greedy outputs vary from token to token)."""
+    return {
+        "d_model": shape.d_model,
+        "encoder_layers": shape.layers,
+        "decoder_layers": shape.layers,
+        "encoder_attention_heads": shape.heads,
+        "decoder_attention_heads": shape.heads,
+        "encoder_ffn_dim": shape.ffn,
+        "decoder_ffn_dim": shape.ffn,
+        "max_position_embeddings": shape.max_positions,
+        "dropout": 0.0,
+        "attention_dropout": 0.0,
+        "activation_dropout": 0.0,
+        "init_std": 0.3 if tiny else 0.02,
+    }
+
+
+def cli_parser(prog: str, description: str, architectures: list[str]) -> argparse.ArgumentParser:
+    """The command line every synthetic checkpoint builder shares."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("output", type=Path)
-    parser.add_argument("--arch", choices=sorted(ARCHITECTURES), default="tiny")
+    parser.add_argument("--arch", choices=sorted(architectures), default="tiny")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eos-bias", type=float, default=0.0)
     parser.add_argument("--force", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cli_parser("python -m decoding.export.synthetic", __doc__.split("\n")[0], list(ARCHITECTURES))
+    parser.add_argument("--separate-vocabs", action="store_true", help="the tc-big/tc-bible layout")
     args = parser.parse_args(argv)
-    print(build(args.output, arch=args.arch, seed=args.seed, eos_bias=args.eos_bias, force=args.force))
+    path = build(
+        args.output,
+        arch=args.arch,
+        seed=args.seed,
+        eos_bias=args.eos_bias,
+        separate_vocabs=args.separate_vocabs,
+        force=args.force,
+    )
+    print(path)
     return 0
 
 

@@ -1,8 +1,9 @@
 """Tokenizers named by a bundle manifest's ``tokenizer.kind``.
 
 kind                   class                       files
-marian-sentencepiece   MarianSentencePieceTokenizer source_spm, target_spm, vocab
+marian-sentencepiece   MarianSentencePieceTokenizer source_spm, target_spm, vocab[, target_vocab]
 word-vocab             WordVocabTokenizer          source_vocab, target_vocab
+nllb-sentencepiece     NllbSentencePieceTokenizer  spm
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from .._errors import BundleFileMissingError, ManifestError
 from .._manifest import SpecialTokens, TokenizerSpec
 from ._base import Encoding, IncrementalDecoder, Tokenizer
 from ._marian import MarianSentencePieceTokenizer
+from ._nllb import NllbSentencePieceTokenizer
 from ._offsets import OffsetDetokenizer
 from ._words import WordVocabTokenizer
 
@@ -21,6 +23,7 @@ Loader = Callable[[Path, TokenizerSpec, SpecialTokens], Tokenizer]
 
 _LOADERS: dict[str, Loader] = {
     "marian-sentencepiece": MarianSentencePieceTokenizer.load,
+    "nllb-sentencepiece": NllbSentencePieceTokenizer.load,
     "word-vocab": WordVocabTokenizer.load,
 }
 
@@ -49,6 +52,7 @@ __all__ = [
     "Encoding",
     "IncrementalDecoder",
     "MarianSentencePieceTokenizer",
+    "NllbSentencePieceTokenizer",
     "OffsetDetokenizer",
     "Tokenizer",
     "WordVocabTokenizer",

@@ -39,3 +39,7 @@ class Tokenizer(Protocol):
     def incremental_decoder(self) -> IncrementalDecoder:
         """A fresh decoder for one target sequence."""
         ...
+
+    def for_direction(self, source_lang: str, target_lang: str) -> Tokenizer:
+        """The tokenizer for one direction of a multilingual bundle (itself when nothing changes)."""
+        ...

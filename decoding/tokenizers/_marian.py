@@ -9,6 +9,8 @@ server needs neither transformers nor torch at run time:
 * decode: special ids (eos, pad, unk) are skipped, ids become pieces, SentencePiece joins them.
   transformers decodes a shared-vocabulary model with the *source* SentencePiece model; the manifest
   records which one to use so both agree.
+* separate vocabularies (opus-mt-tc-big/-bible): ``vocab.json`` maps source pieces, the optional
+  ``target_vocab.json`` maps target ids back to pieces (decoded with ``target.spm``).
 """
 
 from __future__ import annotations
@@ -36,13 +38,14 @@ class MarianSentencePieceTokenizer:
         vocab: dict[str, int],
         tokens: SpecialTokens,
         target_language_code: str | None = None,
+        target_vocab: dict[str, int] | None = None,
     ) -> None:
         if tokens.unk is None:
             raise ValueError("a Marian vocabulary needs an unk token")
         self._source_spm = source_spm
         self._decode_spm = decode_spm
         self._vocab = vocab
-        self._pieces = {index: piece for piece, index in vocab.items()}
+        self._pieces = {index: piece for piece, index in (target_vocab or vocab).items()}
         self._eos = tokens.eos
         self._unk = tokens.unk
         self._skip = {t for t in (tokens.eos, tokens.pad, tokens.unk) if t is not None}
@@ -68,6 +71,9 @@ class MarianSentencePieceTokenizer:
         source = _load_spm(bundle_dir / files["source_spm"])
         target = _load_spm(bundle_dir / files["target_spm"])
         vocab = json.loads((bundle_dir / files["vocab"]).read_text(encoding="utf-8"))
+        target_vocab = None
+        if "target_vocab" in files:
+            target_vocab = json.loads((bundle_dir / files["target_vocab"]).read_text(encoding="utf-8"))
         try:
             return cls(
                 source_spm=source,
@@ -75,6 +81,7 @@ class MarianSentencePieceTokenizer:
                 vocab=vocab,
                 tokens=tokens,
                 target_language_code=spec.options.get("target_language_code"),
+                target_vocab=target_vocab,
             )
         except ValueError as exc:
             raise ManifestError(bundle_dir, str(exc), file=files["vocab"]) from None
@@ -95,6 +102,9 @@ class MarianSentencePieceTokenizer:
         pieces = [self._piece(i) for i in ids if i not in self._skip]
         text: str = self._decode_spm.decode_pieces(pieces)
         return text.replace(SPIECE_UNDERLINE, " ").strip()
+
+    def for_direction(self, source_lang: str, target_lang: str) -> MarianSentencePieceTokenizer:
+        return self  # one direction per bundle
 
     def incremental_decoder(self) -> IncrementalDecoder:
         return OffsetDetokenizer(self.decode)

@@ -143,6 +143,9 @@ class WordVocabTokenizer:
         renderer = self._renderer()
         return "".join(renderer.render(word) for word in self._target_words(ids))
 
+    def for_direction(self, source_lang: str, target_lang: str) -> WordVocabTokenizer:
+        return self  # one direction per bundle
+
     def incremental_decoder(self) -> IncrementalDecoder:
         return _IncrementalWordDecoder(self)
 

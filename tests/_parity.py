@@ -1,0 +1,82 @@
+"""Parity helpers shared by every family's tests: transformers' side and the engine's side.
+
+minGPT's order: logits first (``allclose``), then greedy ids, then text.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+from decoding import Bundle, DecodeOptions
+from decoding._batch import DecodeBatch
+from decoding._greedy import GreedySequence
+
+
+def reference_ids(model: Any, encoded: dict[str, Any], **generate_kwargs: Any) -> list[int]:
+    """transformers' greedy ids for one tokenized source, decoder start dropped."""
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = model.generate(**encoded, num_beams=1, do_sample=False, **generate_kwargs)
+    return out[0].tolist()[1:]  # type: ignore[no-any-return]
+
+
+def reference_logits(
+    model: Any, encoded: dict[str, Any], decoder_start: int, targets: list[int]
+) -> np.ndarray:
+    """(T, V) next-token logits of transformers' model, fed ``targets`` (teacher forcing)."""
+    decoder_input = torch.tensor([[decoder_start, *targets[:-1]]])
+    with torch.no_grad():
+        out = model(**encoded, decoder_input_ids=decoder_input)
+    return out.logits[0].numpy()  # type: ignore[no-any-return]
+
+
+def engine_ids(bundle: Bundle, text: str, options: DecodeOptions) -> list[int]:
+    """Token ids the engine generated for a one-sentence text (eos included)."""
+    result = bundle.translate(text, options=options)
+    assert len(result.segments) == 1, "parity inputs are single sentences"
+    return list(result.segments[0].token_ids)
+
+
+class _TeacherForced(GreedySequence):
+    """Feeds given tokens instead of choosing, and keeps every step's logits row."""
+
+    def __init__(self, tokens: list[int], *, decoder_start: int, eos: int) -> None:
+        super().__init__(decoder_start=decoder_start, eos=eos, max_new_tokens=len(tokens))
+        self.forced = tokens
+        self.logits: list[np.ndarray] = []
+
+    @property
+    def needs_logits(self) -> bool:
+        return True
+
+    def choose(self, top_ids: np.ndarray, logits: np.ndarray | None = None) -> int:
+        assert logits is not None
+        self.logits.append(logits.copy())
+        token = self.forced[len(self.tokens)]
+        self.tokens.append(token)
+        if len(self.tokens) == len(self.forced):
+            self.finish_reason = "length"
+        return token
+
+
+def engine_logits(
+    bundle: Bundle, source_ids: list[int], decoder_start: int, targets: list[int]
+) -> np.ndarray:
+    """(T, V) logits the bundle's decoder graph computes through the engine's own batch, fed ``targets``."""
+    sequence = _TeacherForced(targets, decoder_start=decoder_start, eos=bundle.manifest.tokens.eos)
+    batch = DecodeBatch(bundle.graphs)
+    batch.add(bundle.graphs.encode(source_ids), sequence)
+    while batch.rows:
+        batch.step()
+    return np.stack(sequence.logits)
+
+
+def assert_logits_close(engine: np.ndarray, reference: np.ndarray) -> None:
+    """Equal where the engine's graph allows the token; ids it bans (-inf, e.g. <pad>) are skipped."""
+    allowed = np.isfinite(engine)
+    assert allowed.mean() > 0.99
+    np.testing.assert_allclose(engine[allowed], reference[allowed], rtol=1e-4, atol=1e-4)

@@ -1,0 +1,145 @@
+"""The torch-free converter: what it needs, what it refuses, and that it really needs no torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from decoding import DecodeOptions, load_bundle
+from decoding.export import convert_checkpoint
+from tests.test_marian_parity import INPUTS
+
+REPO = Path(__file__).resolve().parent.parent
+BLOCKER = """
+import importlib.abc
+import sys
+
+
+class _Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "transformers"):
+            raise ImportError(f"{name} is blocked: the converter must not need it")
+        return None
+
+
+sys.meta_path.insert(0, _Blocked())
+"""
+
+
+def test_converter_runs_where_torch_and_transformers_cannot_be_imported(
+    tiny_marian_dir: Path, tiny_tc_big_dir: Path, tiny_nllb_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
+    script = textwrap.dedent(
+        f"""
+        import sys
+        for blocked in ("torch", "transformers"):
+            try:
+                __import__(blocked)
+            except ImportError:
+                pass
+            else:
+                raise SystemExit(blocked + " was importable: the blocker is not active")
+        from decoding import load_bundle
+        from decoding.export import convert_checkpoint
+        for source in {[str(tiny_marian_dir), str(tiny_tc_big_dir), str(tiny_nllb_dir)]!r}:
+            out = {str(tmp_path)!r} + "/" + source.rsplit("/", 1)[-1]
+            convert_checkpoint(source, out, int8=True)
+            print(load_bundle(out).translate("你好，世界。").finish_reason)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(REPO)])}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert set(done.stdout.split()) <= {"stop", "length"} and len(done.stdout.split()) == 3
+
+
+def test_checkpoint_without_safetensors_is_refused_with_the_torch_command(
+    tiny_marian_dir: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "opus-mt-zh-en-bin"
+    shutil.copytree(tiny_marian_dir, source)
+    (source / "model.safetensors").rename(source / "pytorch_model.bin")
+    with pytest.raises(ValueError, match=r"no model\.safetensors.*python -m decoding\.export\.marian_torch"):
+        convert_checkpoint(source, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_family_is_refused_by_name(tiny_marian_dir: Path, tmp_path: Path) -> None:
+    source = tmp_path / "bert"
+    shutil.copytree(tiny_marian_dir, source)
+    config = json.loads((source / "config.json").read_text())
+    (source / "config.json").write_text(json.dumps({**config, "model_type": "bert"}))
+    with pytest.raises(ValueError, match="model_type 'bert' is not supported"):
+        convert_checkpoint(source, tmp_path / "out")
+
+
+def test_head_width_not_a_multiple_of_8_is_refused(tiny_marian_dir: Path, tmp_path: Path) -> None:
+    source = tmp_path / "opus-mt-zh-en-odd"
+    shutil.copytree(tiny_marian_dir, source)
+    config = json.loads((source / "config.json").read_text())
+    (source / "config.json").write_text(json.dumps({**config, "decoder_attention_heads": 8}))  # 32/8 = 4
+    with pytest.raises(ValueError, match="head width that is a multiple of 8"):
+        convert_checkpoint(source, tmp_path / "out")
+
+
+def test_languages_licence_and_name_come_from_the_checkpoint_unless_overridden(
+    tiny_marian_bundle_dir: Path, tiny_marian_dir: Path, tmp_path: Path
+) -> None:
+    manifest = load_bundle(tiny_marian_bundle_dir).manifest
+    assert (manifest.direction, manifest.license, manifest.name) == ("zh-en", "mit", "opus-mt-zh-en-tiny")
+    out = convert_checkpoint(
+        tiny_marian_dir, tmp_path / "b", name="mine", license="cc-by-4.0", attribution="me", source_lang="zh"
+    )
+    manifest = load_bundle(out).manifest
+    assert (manifest.name, manifest.license, manifest.attribution) == ("mine", "cc-by-4.0", "me")
+
+
+def test_torch_exporter_for_bin_checkpoints_matches_the_torch_free_bundle(
+    tiny_marian_dir: Path, tiny_marian_bundle_dir: Path, tmp_path: Path
+) -> None:
+    from decoding.export.marian_torch import convert
+
+    torch_bundle = load_bundle(convert(tiny_marian_dir, tmp_path / "torch"))
+    free_bundle = load_bundle(tiny_marian_bundle_dir)
+    options = DecodeOptions(max_new_tokens=16)
+    for text in INPUTS[:10]:
+        assert (
+            torch_bundle.translate(text, options=options).segments[0].token_ids
+            == free_bundle.translate(text, options=options).segments[0].token_ids
+        ), text
+
+
+def test_graphs_too_big_for_one_protobuf_keep_their_weights_beside_them(
+    tiny_nllb_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NLLB-600M's decoder exceeds protobuf's 2 GiB; the same path is taken here by lowering the bar."""
+    from decoding.export import _seq2seq
+
+    small = load_bundle(convert_checkpoint(tiny_nllb_dir, tmp_path / "inline"))
+    monkeypatch.setattr(_seq2seq, "EXTERNAL_DATA_BYTES", 0)
+    split = load_bundle(convert_checkpoint(tiny_nllb_dir, tmp_path / "external"))
+    assert {"encoder.onnx.data", "decoder.onnx.data"} <= split.manifest.files.keys()
+    assert split.manifest.files["decoder.onnx"].bytes < small.manifest.files["decoder.onnx"].bytes // 10
+    for direction in ("zh-en", "en-zh"):
+        assert (
+            split.for_direction(direction).translate("你好，世界。").segments
+            == small.for_direction(direction).translate("你好，世界。").segments
+        )
+
+
+def test_a_hub_cache_snapshot_is_named_after_its_repository(tiny_marian_dir: Path, tmp_path: Path) -> None:
+    snapshot = tmp_path / "hub" / "models--Helsinki-NLP--opus-mt-en-zh" / "snapshots" / ("0123abcd" * 5)
+    shutil.copytree(tiny_marian_dir, snapshot)
+    manifest = load_bundle(convert_checkpoint(snapshot, tmp_path / "out")).manifest
+    assert (manifest.name, manifest.direction) == ("opus-mt-en-zh", "en-zh")
