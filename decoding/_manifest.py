@@ -17,7 +17,7 @@ What differs between model families is described here, not coded in the loop:
   writes each step's entry at ``position_ids`` and masks everything after it. ``batch_axis`` says
   where sequences are stacked (it must be 0 for in-place caches, so a batch is a contiguous slice).
 
-The JSON format is documented in the README ("Model bundles"); ``write_manifest`` and
+The JSON format is documented in the README ("Bundle format"); ``write_manifest`` and
 ``load_manifest`` are the only code that reads or writes it.
 """
 

@@ -63,9 +63,6 @@ class Timings:
     detokenize_ms: float = 0.0
     total_ms: float = 0.0
 
-    def as_dict(self) -> dict[str, float]:
-        return {name: round(getattr(self, name), 3) for name in self.__slots__}
-
 
 @dataclass(frozen=True, slots=True)
 class Result:

@@ -26,7 +26,7 @@ from ._models_cli import (
 )
 from ._settings import Settings, env_name, settings_from
 
-# option name -> (flag, help); types come from the Settings field
+# Settings field -> help text; the flag, type and default come from the field itself
 _SERVE_OPTIONS: dict[str, str] = {
     "models": "model bundle directory, once per direction (default: the bundled zh->en model)",
     "host": "interface to listen on",

@@ -54,7 +54,6 @@ class Settings:
         return self.threads or max(1, (os.cpu_count() or 1) // self.workers - 1)
 
 
-# name -> (environment variable, parser)
 def _paths(value: str) -> tuple[Path, ...]:
     return tuple(Path(part) for part in value.replace(",", os.pathsep).split(os.pathsep) if part)
 
@@ -63,6 +62,7 @@ def _words(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
+# Fields whose LIUYI_* value is a list or may be empty; every other field parses as its scalar type.
 _PARSERS: dict[str, Any] = {
     "models": _paths,
     "api_keys": _words,

@@ -90,7 +90,7 @@ def test_prometheus_scrapes_each_replica_of_each_setup_directly() -> None:
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
     local = jobs["liuyi-local"]["static_configs"][0]["targets"]
     assert local == ["127.0.0.1:8081", "127.0.0.1:8082"]  # local-cluster.sh's defaults: 8080 + 1, + 2
-    assert 'port=8080' in SCRIPT.read_text() and "replicas=2" in SCRIPT.read_text()
+    assert "port=8080" in SCRIPT.read_text() and "replicas=2" in SCRIPT.read_text()
     compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8"))
     replicas = sorted(name for name in compose["services"] if name.startswith("replica-"))
     assert jobs["liuyi-compose"]["static_configs"][0]["targets"] == [f"{name}:8000" for name in replicas]

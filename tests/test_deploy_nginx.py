@@ -171,6 +171,7 @@ def test_sse_resume_through_nginx_continues_the_stream_on_the_other_replica(
                 seen.append(event)
                 if event["id"] == "2":
                     break  # the connection drops here
+
         def served_by() -> list[str]:  # counted when the replica has finished with the request
             return [name for name, replica in replicas.items() if stream_requests(replica) > counts[name]]
 
