@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -117,8 +118,9 @@ def last_event_id(request: Request) -> int:
 
 def ndjson_response(prepared: PreparedStream) -> StreamingResponse:
     async def lines() -> AsyncIterator[bytes]:
-        async for event in prepared.events():
-            yield (dumps(event) + "\n").encode()
+        async with aclosing(prepared.events()) as events:  # the translation stops when the client goes
+            async for event in events:
+                yield (dumps(event) + "\n").encode()
 
     return StreamingResponse(lines(), media_type=NDJSON, headers=STREAM_HEADERS)
 
@@ -130,12 +132,13 @@ def sse_response(prepared: PreparedStream, settings: Settings, resume_after: int
 
     async def messages() -> AsyncIterator[ServerSentEvent]:
         index = 0
-        async for event in prepared.events():
-            if event["type"] == "ping":
-                continue  # SSE heartbeats are comment lines sent by EventSourceResponse itself
-            if index > resume_after:
-                yield ServerSentEvent(data=dumps(event), event=event["type"], id=str(index))
-            index += 1
+        async with aclosing(prepared.events()) as events:  # not left to the garbage collector
+            async for event in events:
+                if event["type"] == "ping":
+                    continue  # SSE heartbeats are comment lines sent by EventSourceResponse itself
+                if index > resume_after:
+                    yield ServerSentEvent(data=dumps(event), event=event["type"], id=str(index))
+                index += 1
 
     return EventSourceResponse(
         messages(),

