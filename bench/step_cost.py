@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._models import opus_mt_bundle
-from decoding import DecodeBatch, GreedySequence, LoadOptions, RuntimeOptions, load_bundle
+from decoding import DecodeBatch, GreedySequence, LoadOptions, RuntimeOptions, advance_batch, load_bundle
 
 SOURCE = "流式翻译让用户在第一个词生成之后就能看到结果，而不必等待整句话翻译完成。"
 
@@ -50,10 +50,10 @@ def main() -> int:
             max_new_tokens=args.tokens,
             min_new_tokens=args.tokens,
         )
-        batch.add(bundle.graphs.encode(source_ids), sequence)
+        batch.add(bundle.graphs.encode(source_ids), max_new_tokens=args.tokens, owner=sequence)
         for step in range(args.tokens):
             start = time.perf_counter()
-            batch.step()
+            advance_batch(batch)
             if run:
                 per_step[run - 1, step] = (time.perf_counter() - start) * 1000
     median = np.median(per_step, axis=0)

@@ -9,7 +9,7 @@ Knows nothing of HTTP; ``server/`` builds on this.
 
 from __future__ import annotations
 
-from ._batch import DecodeBatch, Row
+from ._batch import DecodeBatch, Row, StepOutput, Stepper, advance_batch
 from ._bundle import DEFAULT_BUNDLE, Bundle, LoadOptions, bundled_models, load_bundle
 from ._errors import (
     BundleError,
@@ -74,11 +74,14 @@ __all__ = [
     "SegmentDone",
     "Seq2SeqGraphs",
     "SourceSegment",
+    "StepOutput",
+    "Stepper",
     "Timings",
     "Translation",
     "TranslationStream",
     "UnsupportedDirectionError",
     "UnsupportedLanguageError",
+    "advance_batch",
     "bundled_models",
     "detect_language",
     "load_bundle",

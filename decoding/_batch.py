@@ -18,30 +18,55 @@ sequence that leaves gives its slot to the last one (one row copied, not the bat
 grow when exceeded. Each row's math is exactly what it would be alone, so greedy outputs are
 token-identical whatever else shares the batch (the batching tests check this). The manifest says
 which tensor is which; this code never looks at the model family.
+
+Who owns what: the batch owns tensors, never tokens. :meth:`DecodeBatch.step` runs the graph and
+returns each row's top ids (and logits when asked); the row's *owner* — a ``Translation`` in
+the server, a bare ``GreedySequence`` in tests — picks the token and says whether its sequence
+ended; :meth:`DecodeBatch.feed` takes the next inputs. :func:`advance_batch` is that whole step, the
+one both drivers (``TranslationStream`` and ``BatchScheduler``) call.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import onnxruntime
 
 from ._graphs import EncodedSource, Seq2SeqGraphs
-from ._greedy import GreedySequence
 from ._manifest import SourceTensor, StateTensor
 
 _MIN_ROWS, _MIN_TIME, _MIN_SOURCE = 4, 16, 8  # first capacities
+
+
+class Stepper(Protocol):
+    """Who owns a row's sequence and decides what each step's output means (a ``Translation``, or
+    a bare ``GreedySequence``). The batch only runs the graph and moves tensors."""
+
+    @property
+    def needs_logits(self) -> bool: ...
+
+    def advance(self, top_ids: np.ndarray, logits: np.ndarray | None, step_ms: float) -> int | None:
+        """Take this step's output; return the next input token, or None when the sequence ended."""
+        ...
 
 
 @dataclass(eq=False)
 class Row:
     """One sequence in a batch. ``tag`` is the caller's handle (a request, a stream)."""
 
-    sequence: GreedySequence
+    owner: Stepper
     source_length: int
     tag: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutput:
+    row: Row
+    top_ids: np.ndarray  # (k,) best next tokens, best first
+    logits: np.ndarray | None  # (vocab,) only when asked for
 
 
 class DecodeBatch:
@@ -66,17 +91,13 @@ class DecodeBatch:
         """(rows, cache positions, source positions) the buffers have room for."""
         return self._rows_capacity, self._time_capacity, self._source_capacity
 
-    @property
-    def needs_logits(self) -> bool:
-        return any(row.sequence.needs_logits for row in self.rows)
-
     # -- joining and leaving -------------------------------------------------------------------------
 
-    def add(self, encoded: EncodedSource, sequence: GreedySequence, tag: Any = None) -> Row:
+    def add(self, encoded: EncodedSource, *, max_new_tokens: int, owner: Stepper, tag: Any = None) -> Row:
         """Join a sequence (its encoder already ran); it takes its first step with the others."""
         slot = len(self.rows)
         # room for the whole output now: growing later would copy every running sequence's cache
-        self._reserve(rows=slot + 1, source=encoded.length, time=sequence.max_new_tokens)
+        self._reserve(rows=slot + 1, source=encoded.length, time=max_new_tokens)
         b = self._buffers
         b["input_ids"][slot] = self._decoder_start
         b["position_ids"][slot] = 0
@@ -90,7 +111,7 @@ class DecodeBatch:
         for s in self._carried:
             initial = encoded.outputs[s.initial.partition(":")[2]]
             _slot_view(b[s.input], s.batch_axis, slot)[...] = initial
-        row = Row(sequence=sequence, source_length=encoded.length, tag=tag)
+        row = Row(owner=owner, source_length=encoded.length, tag=tag)
         self.rows.append(row)
         self._binding = None
         return row
@@ -112,11 +133,13 @@ class DecodeBatch:
 
     # -- stepping ------------------------------------------------------------------------------------
 
-    def step(self) -> list[tuple[Row, int]]:
-        """One decoder call for every row; each row picks its token. Finished rows leave the batch.
+    def step(self, *, with_logits: bool = False) -> list[StepOutput]:
+        """One decoder call for every row. The batch chooses nothing: each row's owner reads its
+        output and :meth:`feed` gives the batch the tokens for the next step.
 
         Returns:
-            (row, token) for every row, in batch order, eos tokens included.
+            Every row's output, in batch order (views into the batch's buffers: valid until the
+            next step).
         """
         if not self.rows:
             return []
@@ -124,25 +147,27 @@ class DecodeBatch:
         furthest = int(self._buffers["position_ids"][:batch].max())
         if self._caches and furthest >= self._time_capacity:
             self._reserve(time=furthest + 1)  # before taking any view: this reallocates the buffers
-        positions = self._buffers["position_ids"][:batch]
-        want_logits = self.needs_logits
         binding = self._binding
-        if binding is None or binding.with_logits != want_logits:
-            binding = self._binding = self._bind(batch, want_logits)
+        if binding is None or binding.with_logits != with_logits:
+            binding = self._binding = self._bind(batch, with_logits)
         binding.refresh()
         self._graphs.run_bound(binding.io)
         top_ids = self._buffers["top_ids"][:batch]
-        logits = self._buffers["logits"][:batch] if want_logits else None
+        logits = self._buffers["logits"][:batch] if with_logits else None
         binding.store_carried(self._buffers)
-        tokens = self._buffers["input_ids"]
-        chosen = []
-        for i, row in enumerate(self.rows):
-            token = row.sequence.choose(top_ids[i], None if logits is None else logits[i])
-            tokens[i, 0] = token
-            positions[i, 0] += 1
-            chosen.append((row, token))
-        self.remove([row for row, _ in chosen if row.sequence.finished])
-        return chosen
+        return [
+            StepOutput(row, top_ids[i], None if logits is None else logits[i])
+            for i, row in enumerate(self.rows)
+        ]
+
+    def feed(self, tokens: list[tuple[Row, int]]) -> None:
+        """Each row's next input token (its position moves one on)."""
+        slots = {id(row): i for i, row in enumerate(self.rows)}
+        inputs, positions = self._buffers["input_ids"], self._buffers["position_ids"]
+        for row, token in tokens:
+            slot = slots[id(row)]
+            inputs[slot, 0] = token
+            positions[slot, 0] += 1
 
     def _bind(self, batch: int, with_logits: bool) -> _Binding:
         spec, b = self._spec, self._buffers
@@ -213,6 +238,32 @@ class DecodeBatch:
                 assert isinstance(dim, int), f"{name}: axis {axis} has no fixed size"
                 shape.append(dim)
         self._allocate(name, tuple(shape), np.float32, layout.batch_axis)
+
+
+def advance_batch(batch: DecodeBatch) -> list[tuple[Row, bool]]:
+    """The one step function of both drivers (``TranslationStream``, ``BatchScheduler``): the decoder
+    runs once for every row, each row's owner advances its own sequence, rows whose owner ended
+    leave the batch.
+
+    Returns:
+        (row, ended) for every row that took the step, in batch order.
+
+    Raises:
+        InferenceError: the decoder failed; nothing advanced.
+    """
+    started = time.perf_counter()
+    outputs = batch.step(with_logits=any(row.owner.needs_logits for row in batch.rows))
+    step_ms = (time.perf_counter() - started) * 1000
+    fed: list[tuple[Row, int]] = []
+    stepped: list[tuple[Row, bool]] = []
+    for output in outputs:
+        token = output.row.owner.advance(output.top_ids, output.logits, step_ms)
+        if token is not None:
+            fed.append((output.row, token))
+        stepped.append((output.row, token is None))
+    batch.feed(fed)
+    batch.remove([row for row, ended in stepped if ended])
+    return stepped
 
 
 class _Binding:

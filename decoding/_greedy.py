@@ -129,6 +129,12 @@ class GreedySequence:
             self.finish_reason = "length"
         return token
 
+    def advance(self, top_ids: np.ndarray, logits: np.ndarray | None, step_ms: float = 0.0) -> int | None:
+        """A batch row's step (``decoding._batch.Stepper``): choose, then the next input token, or
+        None once the sequence ended."""
+        token = self.choose(top_ids, logits)
+        return None if self.finished else token
+
     def cancel(self) -> None:
         if self.finish_reason is None:
             self.finish_reason = "cancelled"

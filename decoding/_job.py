@@ -15,7 +15,9 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
 
 from ._errors import EmptyInputError, InputTooLongError
 from ._greedy import DecodeOptions, GreedySequence, resolve_lengths
@@ -24,7 +26,22 @@ from ._types import Delta, Event, FinishReason, Result, SegmentDone, SourceSegme
 from .tokenizers import Encoding, IncrementalDecoder
 
 if TYPE_CHECKING:
-    from ._bundle import Bundle
+    from ._manifest import Manifest
+    from .tokenizers import Tokenizer
+
+
+class Model(Protocol):
+    """What a translation reads of its bundle (``decoding.Bundle`` is one). A protocol, so this
+    module does not import the bundle module, which imports the drivers that import this one."""
+
+    @property
+    def manifest(self) -> Manifest: ...
+
+    @property
+    def tokenizer(self) -> Tokenizer: ...
+
+    @property
+    def max_input_chars(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +54,7 @@ class PlannedSegment:
     min_new_tokens: int
 
 
-def plan(bundle: Bundle, text: str, options: DecodeOptions) -> list[PlannedSegment]:
+def plan(bundle: Model, text: str, options: DecodeOptions) -> list[PlannedSegment]:
     """Validate ``text`` and split it into model-sized segments.
 
     Raises:
@@ -78,7 +95,7 @@ class Translation:
 
     def __init__(
         self,
-        bundle: Bundle,
+        bundle: Model,
         text: str,
         *,
         options: DecodeOptions | None = None,
@@ -100,6 +117,7 @@ class Translation:
         self._sequence: GreedySequence | None = None
         self._detokenizer: IncrementalDecoder | None = None
         self._segment_text: list[str] = []
+        self._outbox: list[Event] = []  # events of advance() not yet taken by the driver
 
     @property
     def source_segments(self) -> list[SourceSegment]:
@@ -121,9 +139,10 @@ class Translation:
     def finished(self) -> bool:
         return self.result is not None
 
-    def open_segment(self) -> tuple[PlannedSegment, GreedySequence, list[Event]] | None:
-        """Start the next segment: the driver encodes ``planned.encoding.ids`` and steps the returned
-        sequence. None when there is nothing left (then :attr:`result` is set)."""
+    def open_segment(self) -> tuple[PlannedSegment, list[Event]] | None:
+        """Start the next segment: the driver encodes ``planned.encoding.ids`` and adds this
+        translation to a batch as the row's owner. None when there is nothing left (then
+        :attr:`result` is set)."""
         if self.result is not None:
             return None
         if self._next >= len(self.segments) or self.cancelled:
@@ -148,28 +167,49 @@ class Translation:
         if source.separator and source.index > 0:
             self._pieces.append(source.separator)
             events.append(Delta(text=source.separator, token_id=None, index=-1, segment=source.index))
-        return planned, self._sequence, events
+        return planned, events
 
     def record_encode(self, milliseconds: float) -> None:
         self.timings.encode_ms += milliseconds
 
-    def on_token(self, token: int, step_ms: float) -> list[Event]:
-        """The open segment's sequence just chose ``token`` (already recorded in the sequence)."""
-        assert self._sequence is not None and self._detokenizer is not None
+    @property
+    def needs_logits(self) -> bool:
+        return self._sequence is not None and self._sequence.needs_logits
+
+    def advance(self, top_ids: np.ndarray, logits: np.ndarray | None, step_ms: float) -> int | None:
+        """The open segment's row took a decoder step (``decoding._batch.Stepper``): choose the token,
+        turn it into text, and close the segment when its sequence ended. The events wait in
+        :meth:`take_events`.
+
+        Returns:
+            The next input token, or None when the segment ended (its row leaves the batch).
+        """
+        sequence, detokenizer = self._sequence, self._detokenizer
+        assert sequence is not None and detokenizer is not None
+        token = sequence.choose(top_ids, logits)
         self.steps += 1
         self.timings.decode_ms += step_ms
         if self.steps == 1:
             self.timings.first_token_ms = _ms_since(self.created)
-        if token == self.bundle.manifest.tokens.eos:
-            return []
-        started = time.perf_counter()
-        text = self._detokenizer.decode(token)
-        self.timings.detokenize_ms += _ms_since(started)
-        if not text:
-            return []
-        self._segment_text.append(text)
-        segment = self.segments[self._next - 1].source.index
-        return [Delta(text=text, token_id=token, index=len(self._sequence.tokens) - 1, segment=segment)]
+        if not (sequence.finished and token == self.bundle.manifest.tokens.eos):  # eos is never text
+            started = time.perf_counter()
+            text = detokenizer.decode(token)
+            self.timings.detokenize_ms += _ms_since(started)
+            if text:
+                self._segment_text.append(text)
+                segment = self.segments[self._next - 1].source.index
+                self._outbox.append(
+                    Delta(text=text, token_id=token, index=len(sequence.tokens) - 1, segment=segment)
+                )
+        if sequence.finished:
+            self._outbox.extend(self.close_segment())
+            return None
+        return token
+
+    def take_events(self) -> list[Event]:
+        """What the last steps produced, in order (the driver hands them on)."""
+        events, self._outbox = self._outbox, []
+        return events
 
     def close_segment(self) -> list[Event]:
         """The open segment's sequence finished (or was cancelled): flush and report it."""

@@ -4,7 +4,7 @@
                                                    │
                        ┌───────────────────────────┘
                        ▼
-               DecodeBatch.step()  ── one decoder call for all rows ──► tokens ──► Translation events
+               advance_batch(batch) ── one decoder call ──► each row's Translation picks its token ──► events
                        │                                                              │
                        └── finished rows leave; a translation with more segments       └─► emit(event)
                            re-joins with its next one at once; cancelled rows are dropped
@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ._batch import DecodeBatch
+from ._batch import DecodeBatch, advance_batch
 from ._bundle import Bundle
 from ._errors import DecodingError, EngineBusyError, InferenceError
 from ._job import Translation
@@ -161,24 +161,24 @@ class BatchScheduler:
                 assert translation.result is not None
                 entry.emit(translation.result)
                 continue
-            planned, sequence, events = opened
+            planned, events = opened
             for event in events:
                 entry.emit(event)
-            opening.append((entry, planned, sequence))
+            opening.append((entry, planned))
         if not opening:
             return
         started = time.perf_counter()
         try:
-            encoded = self.bundle.graphs.encode_many([planned.encoding.ids for _, planned, _ in opening])
+            encoded = self.bundle.graphs.encode_many([planned.encoding.ids for _, planned in opening])
         except DecodingError as exc:
-            for entry, _, _ in opening:
+            for entry, _ in opening:
                 entry.translation.cancel()
                 entry.emit(exc)
             return
         share = (time.perf_counter() - started) * 1000 / len(opening)
-        for (entry, _, sequence), source in zip(opening, encoded, strict=True):
+        for (entry, planned), source in zip(opening, encoded, strict=True):
             entry.translation.record_encode(share)
-            self._batch.add(source, sequence, tag=entry)
+            self._batch.add(source, max_new_tokens=planned.max_new_tokens, owner=entry.translation, tag=entry)
 
     def _drop_cancelled(self) -> None:
         cancelled = [row for row in self._batch.rows if row.tag.translation.cancelled]
@@ -195,19 +195,16 @@ class BatchScheduler:
             entry.emit(event)
 
     def _step(self) -> None:
-        started = time.perf_counter()
         try:
-            chosen = self._batch.step()
+            stepped = advance_batch(self._batch)
         except InferenceError as exc:
             self._fail_batch(exc)
             return
-        elapsed = (time.perf_counter() - started) * 1000
         rejoining: list[_Entry] = []
-        for row, token in chosen:
+        for row, ended in stepped:
             entry: _Entry = row.tag
-            for event in entry.translation.on_token(token, elapsed):
+            for event in entry.translation.take_events():
                 entry.emit(event)
-            if row.sequence.finished:
-                self._close_segment(entry)
+            if ended:
                 rejoining.append(entry)
         self._join(rejoining)  # next segments share one encoder call; finished translations report

@@ -16,7 +16,7 @@ import time
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
 
-from ._batch import DecodeBatch
+from ._batch import DecodeBatch, advance_batch
 from ._greedy import DecodeOptions
 from ._job import PlannedSegment, Translation
 from ._types import Event, SourceSegment, Timings
@@ -37,6 +37,7 @@ class TranslationStream:
         cancel: threading.Event | None = None,
     ) -> None:
         self.translation = Translation(bundle, text, options=options, cancel=cancel)
+        self._graphs = bundle.graphs
         self._events: Generator[Event, None, None] = self._run()
 
     @property
@@ -76,20 +77,19 @@ class TranslationStream:
         return next(self._events)
 
     def _run(self) -> Generator[Event, None, None]:
-        job = self.translation
-        graphs = job.bundle.graphs
+        job, graphs = self.translation, self._graphs
         while (opened := job.open_segment()) is not None:
-            planned, sequence, events = opened
+            planned, events = opened
             yield from events
             started = time.perf_counter()
             encoded = graphs.encode(planned.encoding.ids)
             job.record_encode((time.perf_counter() - started) * 1000)
             batch = DecodeBatch(graphs)
-            batch.add(encoded, sequence)
-            while not sequence.finished and not job.cancelled:
-                started = time.perf_counter()
-                ((_, token),) = batch.step()
-                yield from job.on_token(token, (time.perf_counter() - started) * 1000)
-            yield from job.close_segment()
+            batch.add(encoded, max_new_tokens=planned.max_new_tokens, owner=job)
+            while batch.rows and not job.cancelled:
+                advance_batch(batch)  # the same step function as the scheduler's, with a batch of one
+                yield from job.take_events()
+            if batch.rows:  # cancelled mid-segment
+                yield from job.close_segment()
         assert job.result is not None
         yield job.result

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from decoding import Bundle, DecodeOptions
-from decoding._batch import DecodeBatch
+from decoding._batch import DecodeBatch, advance_batch
 from decoding._greedy import GreedySequence
 
 
@@ -69,9 +69,9 @@ def engine_logits(
     """(T, V) logits the bundle's decoder graph computes through the engine's own batch, fed ``targets``."""
     sequence = _TeacherForced(targets, decoder_start=decoder_start, eos=bundle.manifest.tokens.eos)
     batch = DecodeBatch(bundle.graphs)
-    batch.add(bundle.graphs.encode(source_ids), sequence)
+    batch.add(bundle.graphs.encode(source_ids), max_new_tokens=len(targets), owner=sequence)
     while batch.rows:
-        batch.step()
+        advance_batch(batch)
     return np.stack(sequence.logits)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decoding import Bundle, DecodeBatch, DecodeOptions, GreedySequence
+from decoding import Bundle, DecodeBatch, DecodeOptions, GreedySequence, advance_batch
 from decoding.export.synthetic import CORPUS
 
 
@@ -24,10 +24,11 @@ def alone(bundle: Bundle, text: str, max_new: int, min_new: int = 0) -> list[int
 
 def alone_ids(bundle: Bundle, source_ids: list[int], max_new: int) -> list[int]:
     batch = DecodeBatch(bundle.graphs)
-    row = batch.add(bundle.graphs.encode(source_ids), new_sequence(bundle, max_new, max_new))
+    sequence = new_sequence(bundle, max_new, max_new)
+    row = batch.add(bundle.graphs.encode(source_ids), max_new_tokens=max_new, owner=sequence)
     while batch.rows:
-        batch.step()
-    return row.sequence.tokens
+        advance_batch(batch)
+    return row.owner.tokens
 
 
 def run_staggered(bundle: Bundle, jobs: list[tuple[str, int, int, int]]) -> dict[str, list[int]]:
@@ -40,8 +41,13 @@ def run_staggered(bundle: Bundle, jobs: list[tuple[str, int, int, int]]) -> dict
         while pending and pending[0][1] <= step:
             text, _, max_new, min_new = pending.pop(0)
             sequences[text] = new_sequence(bundle, max_new, min_new)
-            batch.add(bundle.graphs.encode(bundle.tokenizer.encode(text).ids), sequences[text], tag=text)
-        batch.step()
+            batch.add(
+                bundle.graphs.encode(bundle.tokenizer.encode(text).ids),
+                max_new_tokens=max_new,
+                owner=sequences[text],
+                tag=text,
+            )
+        advance_batch(batch)
         step += 1
     return {text: seq.tokens for text, seq in sequences.items()}
 
@@ -69,31 +75,41 @@ def test_buffers_grow_and_leaving_rows_hand_their_slot_to_the_last(tiny_marian_b
     encode = tiny_marian_bundle.graphs.encode
     rows = [
         batch.add(
-            encode(tiny_marian_bundle.tokenizer.encode(text).ids), new_sequence(tiny_marian_bundle, 60, 60)
+            encode(tiny_marian_bundle.tokenizer.encode(text).ids),
+            max_new_tokens=60,
+            owner=new_sequence(tiny_marian_bundle, 60, 60),
         )
         for text in CORPUS[:5]
     ]
     assert batch.capacity[0] >= 5
     assert batch.capacity[1] >= 60  # room for every output reserved when the sequence joined
     for _ in range(40):
-        batch.step()
+        advance_batch(batch)
     batch.remove([rows[1]])
     assert batch.rows == [rows[0], rows[4], rows[2], rows[3]]  # the last row took the freed slot
     while batch.rows:
-        batch.step()
+        advance_batch(batch)
     for text, row in zip(CORPUS[:5], rows, strict=True):
         expected = alone(tiny_marian_bundle, text, 60, 60)
-        assert row.sequence.tokens == (expected[:40] if row is rows[1] else expected)
+        assert row.owner.tokens == (expected[:40] if row is rows[1] else expected)
 
 
 def test_an_emptied_batch_starts_fresh(tiny_marian_bundle: Bundle) -> None:
     batch = DecodeBatch(tiny_marian_bundle.graphs)
-    row = batch.add(tiny_marian_bundle.graphs.encode([5, 6, 0]), new_sequence(tiny_marian_bundle, 3, 3))
+    row = batch.add(
+        tiny_marian_bundle.graphs.encode([5, 6, 0]),
+        max_new_tokens=3,
+        owner=new_sequence(tiny_marian_bundle, 3, 3),
+    )
     while batch.rows:
-        batch.step()
-    assert row.sequence.finish_reason == "length"
+        advance_batch(batch)
+    assert row.owner.finish_reason == "length"
     assert len(batch) == 0
-    again = batch.add(tiny_marian_bundle.graphs.encode([7, 8, 0]), new_sequence(tiny_marian_bundle, 3, 3))
+    again = batch.add(
+        tiny_marian_bundle.graphs.encode([7, 8, 0]),
+        max_new_tokens=3,
+        owner=new_sequence(tiny_marian_bundle, 3, 3),
+    )
     while batch.rows:
-        batch.step()
-    assert again.sequence.tokens == alone_ids(tiny_marian_bundle, [7, 8, 0], 3)
+        advance_batch(batch)
+    assert again.owner.tokens == alone_ids(tiny_marian_bundle, [7, 8, 0], 3)
