@@ -41,6 +41,7 @@ class ErrorCode(StrEnum):
     OVERLOADED = "overloaded"
     SHUTTING_DOWN = "shutting_down"
     REQUEST_TIMEOUT = "request_timeout"
+    HEADER_TIMEOUT = "header_timeout"
     CLIENT_CLOSED_REQUEST = "client_closed_request"
     INTERNAL_ERROR = "internal_error"
     INFERENCE_FAILED = "inference_failed"
@@ -203,6 +204,14 @@ TABLE: tuple[Code, ...] = (
         504,
         "The translation did not finish within the request timeout (in a stream: the `error` event).",
         "no result within 60 s",
+    ),
+    Code(
+        ErrorCode.HEADER_TIMEOUT,
+        408,
+        "The request headers did not arrive within `--header-timeout` seconds (a slow or silent "
+        "client); the connection is closed. Sent before any route runs, so in the native shape.",
+        "the request headers did not arrive in time",
+        flavours=("native",),
     ),
     Code(
         ErrorCode.CLIENT_CLOSED_REQUEST,

@@ -18,22 +18,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from http import HTTPStatus
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.supervisors import Multiprocess
 
+from ._error_codes import CODES, ErrorCode
 from ._logging import logging_config
 from ._settings import Settings
 
 logger = logging.getLogger("liuyi.connection")
-_TIMEOUT_BODY = json.dumps(
-    {"error": {"code": "header_timeout", "message": "the request headers did not arrive in time"}}
-).encode()
+_TIMEOUT = CODES[ErrorCode.HEADER_TIMEOUT]
+_TIMEOUT_BODY = json.dumps({"error": {"code": _TIMEOUT.code.value, "message": _TIMEOUT.example}}).encode()
 _TIMEOUT_RESPONSE = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
-    b"content-length: " + str(len(_TIMEOUT_BODY)).encode() + b"\r\n\r\n" + _TIMEOUT_BODY
+    f"HTTP/1.1 {_TIMEOUT.status} {HTTPStatus(_TIMEOUT.status).phrase}\r\n".encode()
+    + b"content-type: application/json\r\nconnection: close\r\n"
+    + b"content-length: "
+    + str(len(_TIMEOUT_BODY)).encode()
+    + b"\r\n\r\n"
+    + _TIMEOUT_BODY
 )
 
 
