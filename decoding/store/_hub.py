@@ -11,6 +11,7 @@ environment says is what happens.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ CHECKPOINT_FILES = (
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 _TRUE = ("1", "true", "yes", "on")
+_COMMIT = re.compile("[0-9a-f]{40}")  # a git commit id, nothing a path could be made of
 # the Hub's safetensors conversion bot and the title of its pull requests (as transformers checks them)
 CONVERSION_BOT = "SFconvertbot"
 CONVERSION_TITLE = "Adding `safetensors` variant of this model"
@@ -103,7 +105,7 @@ def resolve(repo: str, revision: str | None, hub: HubSettings) -> Snapshot:
         info = HfApi(endpoint=hub.endpoint, token=hub.token).model_info(
             repo, revision=revision, files_metadata=True
         )
-    if not info.sha:
+    if not info.sha or not _COMMIT.fullmatch(info.sha):  # it becomes a directory name in the store
         raise DownloadError(f"{hub.where} did not say which commit {repo}@{revision or 'main'} is")
     files = tuple(RemoteFile(name=s.rfilename, size=s.size) for s in info.siblings or ())
     return Snapshot(repo=repo, revision=revision or "main", commit=info.sha, files=files)
