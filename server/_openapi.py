@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from ._error_codes import markdown_table
 from ._events import dumps
 from ._native import NDJSON, STREAM_HEADERS
 from ._openapi_compat import compat_paths, compat_schemas
@@ -41,7 +42,6 @@ from ._openapi_schema import (
     Schema,
     array,
     error_code_schema,
-    error_code_table,
     error_components,
     error_refs,
     header_ref,
@@ -654,7 +654,7 @@ translation must finish within {s.request_timeout:g} s; streams send a heartbeat
 `{{"error": {{"code", "message", "param"?, ...}}}}` on native endpoints, each compatibility API's own \
 shape elsewhere. Once a stream has started (status 200), the same error is its final event. Codes:
 
-{error_code_table()}
+{markdown_table()}
 """
 
 

@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterable
 from http import HTTPStatus
 from typing import Any
 
-from ._error_codes import FLAVOURS, TABLE, Code, markdown_table
+from ._error_codes import FLAVOURS, TABLE, Code
 from ._errors import ApiError, error_payload
 from ._settings import Settings
 
@@ -159,10 +159,6 @@ def error_code_schema() -> Schema:
         "description": "Stable machine-readable error code: branch on it, not on messages.",
         "oneOf": [{"const": c.code, "description": f"HTTP {c.status}. {c.meaning}"} for c in TABLE],
     }
-
-
-def error_code_table() -> str:
-    return markdown_table()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 from decoding import Bundle
 from server import Settings
 from tests._live import LiveServer
+from tests.test_live_server import wait_until
 
 GOOD = json.dumps({"text": "我很好。"}).encode()
 
@@ -105,7 +106,7 @@ def test_client_gone_while_sending_its_body_is_a_499_logged_once_not_a_server_er
         with connect(server) as sock:
             sock.sendall(post('{"text": "我很'.encode(), length=1000))  # promises 1000 bytes, sends 16
             sock.shutdown(socket.SHUT_RDWR)
-        deadline_ok = _wait_for(
+        deadline_ok = wait_until(
             lambda: metric(server, 'liuyi_requests_total{route="/v1/translate",status="499"}') > closed_before
         )
     assert deadline_ok, "the cut request was never accounted"
@@ -114,18 +115,6 @@ def test_client_gone_while_sending_its_body_is_a_499_logged_once_not_a_server_er
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], "no warning, no traceback"
     access = [r for r in caplog.records if r.name == "liuyi.access" and r.fields["status"] == 499]  # type: ignore[attr-defined]
     assert len(access) == 1 and access[0].fields["error"] == "client_closed_request"  # type: ignore[attr-defined]
-
-
-def _wait_for(condition: object, attempts: int = 200) -> bool:
-    """Poll another thread's accounting (the server's), bounded."""
-    import time
-
-    assert callable(condition)
-    for _ in range(attempts):
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_broken_chunked_encoding_is_refused_without_a_server_error(server: LiveServer) -> None:
