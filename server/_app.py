@@ -86,7 +86,7 @@ def create_app(settings: Settings | None = None, *, bundles: Sequence[Bundle] | 
         )
         service = TranslationService(ModelRegistry(loaded), settings, metrics, cache, lifecycle)
         app.state.settings, app.state.metrics, app.state.lifecycle = settings, metrics, lifecycle
-        app.state.service, app.state.loop = service, asyncio.get_running_loop()
+        app.state.service = service
         restore = _drain_on_sigterm(lifecycle, settings.shutdown_grace)
         try:
             await service.warm_up()

@@ -7,6 +7,7 @@ with a ``StepGate``. Ordering is proven by the gate, never by sleeping.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import subprocess
@@ -49,7 +50,14 @@ class LiveServer:
             timeout_graceful_shutdown=2,
         )
         self.server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self.server.run, name="uvicorn", daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=self._serve, name="uvicorn", daemon=True)
+
+    def _serve(self) -> None:
+        """``uvicorn.Server.run``, keeping the loop so :meth:`call_in_loop` can reach it."""
+        with asyncio.Runner(loop_factory=self.server.config.get_loop_factory()) as runner:
+            self._loop = runner.get_loop()
+            runner.run(self.server.serve())
 
     @property
     def url(self) -> str:
@@ -75,7 +83,8 @@ class LiveServer:
 
     def call_in_loop(self, fn: Any, *args: Any) -> None:
         """Run ``fn(*args)`` on the server's event loop (e.g. ``lifecycle.begin_drain``)."""
-        self.state.loop.call_soon_threadsafe(fn, *args)
+        assert self._loop is not None, "the server is not running"
+        self._loop.call_soon_threadsafe(fn, *args)
 
 
 class StepGate:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from decoding import Bundle
 from server import Settings, create_app
 from tests._live import LiveServer, ServerProcess, StepGate, gated
+from tests._logged import LoggedServer
 
 QUESTION = "你喜欢吃苹果吗？"  # 7 output tokens with the default model
 GOLDEN = json.loads((Path(__file__).parent / "data" / "cn2en_golden.json").read_text(encoding="utf-8"))
@@ -301,9 +303,28 @@ def test_curl_through_a_server_subprocess_gets_deltas_long_before_the_end() -> N
 
 
 def test_several_worker_processes_serve_the_same_api() -> None:
-    with ServerProcess(LIUYI_WORKERS="2") as server:
-        replies = {
-            httpx.post(f"{server.url}/v1/translate", json={"text": "我很好。"}).json()["translation"]
-            for _ in range(6)
-        }
-    assert replies == {"I'm very well."}
+    """Both workers answer (told apart by the pid in their access records), and answer alike."""
+
+    def translating(record: dict[str, Any]) -> bool:
+        return record["logger"] == "liuyi.access" and record["route"] == "/v1/translate"
+
+    with LoggedServer(LIUYI_WORKERS="2", LIUYI_CACHE_SIZE="0") as server:
+
+        def translate(_: int) -> httpx.Response:  # its own connection: the kernel picks a worker
+            return httpx.post(f"{server.url}/v1/translate", json={"text": "我很好。"}, timeout=30)
+
+        replies: dict[str, str] = {}  # request id -> translation
+        with ThreadPoolExecutor(4) as pool:
+            for _ in range(30):  # stops as soon as both workers have served
+                for response in pool.map(translate, range(8)):
+                    replies[response.headers["x-request-id"]] = response.json()["translation"]
+                if len({r["pid"] for r in server.records if translating(r)}) >= 2:
+                    break
+        assert server.wait_for(translating, count=len(replies))  # logged once the response is sent
+        translated = [r for r in server.records if translating(r)]
+    by_worker: dict[int, set[str]] = {}
+    for record in translated:
+        by_worker.setdefault(record["pid"], set()).add(replies[record["request_id"]])
+    assert len(translated) == len(replies)  # every request logged once, by the worker that served it
+    assert len(by_worker) == 2, "both workers served requests"
+    assert all(translations == {"I'm very well."} for translations in by_worker.values())
