@@ -31,7 +31,16 @@ from ._errors import (
 from ._graphs import EncodedSource, Seq2SeqGraphs
 from ._greedy import DecodeOptions, GreedySequence
 from ._job import PlannedSegment, Translation
-from ._languages import Detection, detect_language, normalize_language
+from ._languages import (
+    CLIENT_SPELLINGS,
+    LANGUAGE_TABLE,
+    LANGUAGES,
+    Detection,
+    Language,
+    detect_language,
+    language_name,
+    normalize_language,
+)
 from ._manifest import Manifest, load_manifest
 from ._registry import ModelRegistry
 from ._runtime import RuntimeOptions
@@ -40,7 +49,10 @@ from ._stream import TranslationStream
 from ._types import Delta, Event, FinishReason, Result, SegmentDone, SourceSegment, Timings
 
 __all__ = [
+    "CLIENT_SPELLINGS",
     "DEFAULT_BUNDLE",
+    "LANGUAGES",
+    "LANGUAGE_TABLE",
     "BatchScheduler",
     "Bundle",
     "BundleError",
@@ -63,6 +75,7 @@ __all__ = [
     "InputError",
     "InputTooLongError",
     "InvalidOptionError",
+    "Language",
     "LoadOptions",
     "Manifest",
     "ManifestError",
@@ -84,6 +97,7 @@ __all__ = [
     "advance_batch",
     "bundled_models",
     "detect_language",
+    "language_name",
     "load_bundle",
     "load_manifest",
     "normalize_language",

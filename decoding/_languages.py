@@ -1,4 +1,10 @@
-"""Language codes liuyi accepts, and a fast zh/en guess for ``source: "auto"``."""
+"""The languages liuyi translates — the one table of their codes, names and spellings — and a fast
+zh/en guess for ``source: "auto"``.
+
+Everything else derives from :data:`LANGUAGE_TABLE`: the codes a manifest may name, the aliases the
+native, OpenAI, DeepL and LibreTranslate APIs accept and document, the names their language lists
+show, and the spellings the converters recognise in checkpoints.
+"""
 
 from __future__ import annotations
 
@@ -7,27 +13,49 @@ from dataclasses import dataclass
 
 from ._errors import UnsupportedLanguageError
 
-LANGUAGES = ("zh", "en")
-# What clients send: ISO 639-1/3, BCP 47 tags, DeepL's and LibreTranslate's spellings.
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Language:
+    """One language liuyi translates, and every way it is spelled."""
+
+    code: str  # liuyi's own code (manifests, events, directions like "zh-en")
+    name: str  # what language lists show (LibreTranslate's /languages, DeepL's /v2/languages)
+    # What clients may send besides the code: BCP 47 tags, ISO 639-2/3, DeepL's and LibreTranslate's
+    # spellings, the English name; matched case-insensitively, "_" == "-".
+    aliases: tuple[str, ...]
+    nllb_code: str  # NLLB-200 / M2M100's language token
+    # How checkpoints name it besides the code and the NLLB code (opus-mt ids, tokenizer configs).
+    checkpoint_spellings: tuple[str, ...]
+
+
+LANGUAGE_TABLE = (
+    Language(
+        code="zh",
+        name="Chinese",
+        aliases=("zh-CN", "zh-Hans", "zh-SG", "zh-TW", "zh-Hant", "zh-HK", "cmn", "zho", "chi", "chinese"),
+        nllb_code="zho_Hans",
+        checkpoint_spellings=("zhx", "cmn", "zho"),
+    ),
+    Language(
+        code="en",
+        name="English",
+        aliases=("en-US", "en-GB", "eng", "english"),
+        nllb_code="eng_Latn",
+        checkpoint_spellings=("eng",),
+    ),
+)
+LANGUAGES = tuple(language.code for language in LANGUAGE_TABLE)  # ("zh", "en")
+# code -> what clients may send for it, the code first (as the API documents list them)
+CLIENT_SPELLINGS = {language.code: (language.code, *language.aliases) for language in LANGUAGE_TABLE}
 _ALIASES = {
-    "zh": "zh",
-    "zh-cn": "zh",
-    "zh-hans": "zh",
-    "zh-sg": "zh",
-    "zh-tw": "zh",
-    "zh-hant": "zh",
-    "zh-hk": "zh",
-    "cmn": "zh",
-    "zho": "zh",
-    "chi": "zh",
-    "chinese": "zh",
-    "en": "en",
-    "en-us": "en",
-    "en-gb": "en",
-    "eng": "en",
-    "english": "en",
+    **{alias.lower(): code for code, spellings in CLIENT_SPELLINGS.items() for alias in spellings},
     "auto": "auto",
 }
+
+
+def language_name(code: str) -> str:
+    """The English name of a liuyi language code ("zh" -> "Chinese"); an unknown code names itself."""
+    return next((language.name for language in LANGUAGE_TABLE if language.code == code), code)
 
 
 def normalize_language(code: str, *, allow_auto: bool = True) -> str:

@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import BundleFileMissingError, ChecksumMismatchError, ManifestError
+from ._languages import LANGUAGES
 
 FORMAT = "liuyi-bundle/1"
 MANIFEST_NAME = "manifest.json"
-LANGUAGES = ("zh", "en")
 
 
 @dataclass(frozen=True, kw_only=True)

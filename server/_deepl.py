@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from decoding import Bundle
+from decoding import Bundle, language_name
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
@@ -36,8 +36,7 @@ from ._texts import text_list, translate_texts
 
 NO_QUOTA = 10**12  # character_limit reported by /v2/usage
 _TARGETS = {"EN": "en", "EN-US": "en", "EN-GB": "en", "ZH": "zh", "ZH-HANS": "zh"}
-# What /v2/languages lists for each language liuyi knows (source: [code, name]; target: variants).
-_SOURCE_NAMES = {"zh": "Chinese", "en": "English"}
+# What /v2/languages lists as targets for each language liuyi knows (sources: code and name).
 _TARGET_VARIANTS = {
     "en": [("EN-GB", "English (British)"), ("EN-US", "English (American)")],
     "zh": [("ZH", "Chinese (simplified)"), ("ZH-HANS", "Chinese (simplified)")],
@@ -110,7 +109,7 @@ async def parameters(request: Request) -> Mapping[str, Any]:
 def languages_of(bundles: list[Bundle], kind: str) -> list[dict[str, Any]]:
     if kind == "source":
         codes = sorted({b.manifest.source_lang for b in bundles})
-        return [{"language": code.upper(), "name": _SOURCE_NAMES.get(code, code)} for code in codes]
+        return [{"language": code.upper(), "name": language_name(code)} for code in codes]
     codes = sorted({b.manifest.target_lang for b in bundles})
     return [
         {"language": variant, "name": name, "supports_formality": False}

@@ -21,15 +21,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from decoding import Bundle, detect_language
+from decoding import Bundle, detect_language, language_name
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
 from ._http import check_api_key, optional_str, read_fields, text_field
 from ._native import services
 from ._texts import Translated, text_list, translate_texts
-
-NAMES = {"zh": "Chinese", "en": "English"}
 
 
 def percent(confidence: float) -> float:
@@ -92,7 +90,7 @@ def languages_of(bundles: list[Bundle]) -> list[dict[str, Any]]:
         m = bundle.manifest
         targets.setdefault(m.source_lang, []).append(m.target_lang)
     return [
-        {"code": code, "name": NAMES.get(code, code), "targets": sorted(set(to))}
+        {"code": code, "name": language_name(code), "targets": sorted(set(to))}
         for code, to in sorted(targets.items())
     ]
 
@@ -117,7 +115,7 @@ async def frontend_settings(request: Request) -> Response:
             "supportedFilesFormat": [],
             "language": {
                 "source": {"code": "auto", "name": "Auto Detect"},
-                "target": {"code": first, "name": NAMES.get(first, first)},
+                "target": {"code": first, "name": language_name(first)},
             },
         }
     )

@@ -16,6 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from decoding import LANGUAGES
+
 from ._settings import Settings
 
 if TYPE_CHECKING:
@@ -39,8 +41,8 @@ def add_store_commands(commands: Any) -> None:
     pull.add_argument("--list", action="store_true", help="show the catalogue and exit")
     pull.add_argument("--int8", action="store_true", help="int8 weights: ~4x smaller, faster on CPU")
     pull.add_argument("--revision", help="branch, tag or commit (default: main)")
-    pull.add_argument("--source", choices=["zh", "en"], help="source language (default: from the checkpoint)")
-    pull.add_argument("--target", choices=["zh", "en"], help="target language (default: from the checkpoint)")
+    pull.add_argument("--source", choices=LANGUAGES, help="source language (default: from the checkpoint)")
+    pull.add_argument("--target", choices=LANGUAGES, help="target language (default: from the checkpoint)")
     pull.add_argument("--force", action="store_true", help="convert again even if the bundle is stored")
 
     rm = commands.add_parser("rm", help="remove a pulled bundle from LIUYI_HOME")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from decoding import (
+    LANGUAGE_TABLE,
+    Language,
     ModelRegistry,
     UnsupportedDirectionError,
     UnsupportedLanguageError,
@@ -19,6 +21,13 @@ from decoding import (
 )
 def test_common_spellings_are_accepted(code: str, expected: str) -> None:
     assert normalize_language(code) == expected
+
+
+@pytest.mark.parametrize("language", LANGUAGE_TABLE, ids=lambda language: language.code)
+def test_every_spelling_in_the_language_table_names_its_language(language: Language) -> None:
+    for spelling in (language.code, *language.aliases):
+        assert normalize_language(spelling) == normalize_language(spelling.upper()) == language.code
+        assert normalize_language(spelling.replace("-", "_")) == language.code
 
 
 @pytest.mark.parametrize("code", ["fr", "", "klingon", "zh-xx"])

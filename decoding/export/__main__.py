@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._languages import LANGUAGES
 from ._common import run_for_cli
 from ._dispatch import FAMILIES, convert_checkpoint
 
@@ -31,10 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", help="bundle name (default: the checkpoint directory's name)")
     parser.add_argument(
         "--source-lang",
-        choices=["zh", "en"],
+        choices=LANGUAGES,
         help="default: from the checkpoint (an NLLB/M2M100 bundle then serves both directions)",
     )
-    parser.add_argument("--target-lang", choices=["zh", "en"], help="default: from the checkpoint")
+    parser.add_argument("--target-lang", choices=LANGUAGES, help="default: from the checkpoint")
     parser.add_argument("--license", help="license of the weights (default: the model card's)")
     parser.add_argument("--attribution", help="who made the weights, shown by `liuyi models`")
     parser.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")

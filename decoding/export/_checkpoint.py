@@ -16,18 +16,15 @@ from typing import Any
 
 import numpy as np
 
+from .._languages import LANGUAGE_TABLE
+
 # What a checkpoint without safetensors can still do: the torch exporter reads pytorch_model.bin.
 TORCH_COMMAND = "pip install 'liuyi[export]' && python -m decoding.export.marian_torch {source} OUT"
 # Languages liuyi serves, as checkpoints spell them (opus-mt model ids, tokenizer configs, NLLB codes).
 LANGUAGE_ALIASES = {
-    "zh": "zh",
-    "zhx": "zh",
-    "cmn": "zh",
-    "zho": "zh",
-    "zho_hans": "zh",
-    "en": "en",
-    "eng": "en",
-    "eng_latn": "en",
+    spelling.lower(): language.code
+    for language in LANGUAGE_TABLE
+    for spelling in (language.code, *language.checkpoint_spellings, language.nllb_code)
 }
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._languages import LANGUAGE_TABLE
 from .._manifest import Generation, Limits, SpecialTokens, TokenizerSpec
 from ._checkpoint import Checkpoint, ConvertOptions, copy_card, load_weights, read_checkpoint
 from ._common import prepare_output_dir
@@ -30,7 +31,7 @@ from .transformer import Transformer
 
 SPM_FILE = "sentencepiece.bpe.model"
 # NLLB's code for each language liuyi serves
-LANGUAGE_CODES = {"zh": "zho_Hans", "en": "eng_Latn"}
+LANGUAGE_CODES = {language.code: language.nllb_code for language in LANGUAGE_TABLE}
 
 
 def convert(

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._languages import LANGUAGES
 from ._checkpoint import ConvertOptions, read_checkpoint
 from ._common import prepare_output_dir, run_for_cli, session_for_check
 from ._seq2seq import quantize_graphs
@@ -221,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("output", type=Path, help="bundle directory to create")
     parser.add_argument("--int8", action="store_true", help="dynamic int8 quantization")
-    parser.add_argument("--source-lang", choices=["zh", "en"], help="default: from the checkpoint")
-    parser.add_argument("--target-lang", choices=["zh", "en"], help="default: from the checkpoint")
+    parser.add_argument("--source-lang", choices=LANGUAGES, help="default: from the checkpoint")
+    parser.add_argument("--target-lang", choices=LANGUAGES, help="default: from the checkpoint")
     parser.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
     args = parser.parse_args(argv)
     options = ConvertOptions(int8=args.int8, source_lang=args.source_lang, target_lang=args.target_lang)
