@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from decoding import DecodeOptions, load_bundle
-from decoding.export import convert_checkpoint
+from decoding.export import cn2en, convert_checkpoint, m2m100, marian, marian_torch
 from tests.test_marian_parity import INPUTS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,6 +63,29 @@ def test_converter_runs_where_torch_and_transformers_cannot_be_imported(
     )
     assert done.returncode == 0, done.stderr
     assert set(done.stdout.split()) <= {"stop", "length"} and len(done.stdout.split()) == 3
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [convert_checkpoint, marian.convert, m2m100.convert, marian_torch.convert, cn2en.convert],
+    ids=["convert_checkpoint", "marian", "m2m100", "marian_torch", "cn2en"],
+)
+def test_every_converter_takes_source_then_output_dir_then_keyword_force(convert: object) -> None:
+    parameters = list(inspect.signature(convert).parameters.values())  # type: ignore[arg-type]
+    assert [(p.name, p.kind) for p in parameters[:2]] == [
+        ("source", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        ("output_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+    ]
+    force = inspect.signature(convert).parameters["force"]  # type: ignore[arg-type]
+    assert (force.kind, force.default) == (inspect.Parameter.KEYWORD_ONLY, False)
+
+
+def test_cn2en_converter_takes_the_source_first_and_refuses_anything_but_the_wheel(tmp_path: Path) -> None:
+    (tmp_path / "model.pth").write_bytes(b"not cn2en")
+    with pytest.raises(ValueError, match=r"input_lang\.pkl is missing: the source must be the extracted"):
+        cn2en.convert(tmp_path, tmp_path / "out")
+    assert cn2en.main([str(tmp_path / "nothing.txt"), str(tmp_path / "out")]) != 0
+    assert not (tmp_path / "out").exists()
 
 
 def test_checkpoint_without_safetensors_is_refused_with_the_torch_command(

@@ -14,7 +14,7 @@ FAMILIES: dict[str, Converter] = {"marian": marian.convert, "m2m_100": m2m100.co
 
 
 def convert_checkpoint(
-    checkpoint_dir: Path,
+    source: Path,
     output_dir: Path,
     *,
     force: bool = False,
@@ -31,7 +31,7 @@ def convert_checkpoint(
     override them. No torch, no transformers.
 
     Arguments:
-        checkpoint_dir: holds config.json, model.safetensors and the tokenizer files.
+        source: the checkpoint directory (config.json, model.safetensors, the tokenizer files).
         output_dir: the bundle directory to create.
         force: replace an existing ``output_dir``.
         int8: quantize both graphs (dynamic int8).
@@ -48,11 +48,11 @@ def convert_checkpoint(
         ValueError: an unsupported family, no safetensors (the message names the torch command),
             unknown languages, or a shape the fused kernels cannot run.
     """
-    checkpoint = read_checkpoint(Path(checkpoint_dir))
+    checkpoint = read_checkpoint(Path(source))
     family = FAMILIES.get(checkpoint.model_type)
     if family is None:
         raise ValueError(
-            f"{checkpoint_dir}: model_type {checkpoint.model_type!r} is not supported "
+            f"{source}: model_type {checkpoint.model_type!r} is not supported "
             f"(supported: {', '.join(sorted(FAMILIES))})"
         )
     options = ConvertOptions(

@@ -1,7 +1,7 @@
 """Convert the trained zh->en GRU model of the PyPI package ``cn2en`` 0.0.118 into a liuyi bundle.
 
-    python -m decoding.export.cn2en --source /path/to/cn2en OUT      # the extracted package directory
-    python -m decoding.export.cn2en --source cn2en-0.0.118-py3-none-any.whl OUT
+    python -m decoding.export.cn2en /path/to/cn2en OUT      # the extracted package directory
+    python -m decoding.export.cn2en cn2en-0.0.118-py3-none-any.whl OUT
 
 cn2en (Chien Tran, MIT, https://github.com/chientrm/cn2en) is the classic PyTorch tutorial
 seq2seq model without attention: a character-level encoder (embedding -> GRU 256) whose final
@@ -15,9 +15,8 @@ decoded greedily from SOS=0 until EOS=1. The weights are exported unchanged:
 
 Both are exported with the TorchScript exporter (``dynamo=False``): it folds PyTorch's r,z,n gate
 order into the ONNX z,r,h order at export time, where the dynamo exporter leaves six Slice and two
-Concat nodes that reorder the weights on every run. The vocabularies come from the wheel's pickled
-``Lang`` objects, read by an unpickler that refuses any class but ``Lang``. Every input file is
-checked against the sha256 the wheel's RECORD lists, so a bundle always holds exactly 0.0.118.
+Concat nodes that reorder the weights on every run. Reading and checking the wheel is
+``_cn2en_wheel.py``'s job.
 
 Needs the ``[export]`` extra (torch, onnx) at conversion time only.
 """
@@ -25,13 +24,9 @@ Needs the ``[export]`` extra (torch, onnx) at conversion time only.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
-import pickle
 import sys
-import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,20 +44,12 @@ from .._manifest import (
     file_entries,
     write_manifest,
 )
+from ._cn2en_wheel import DIST_INFO, VERSION, read_wheel, vocabulary
 from ._common import prepare_output_dir, run_for_cli, session_for_check
 
 OPSET = 17
 HIDDEN = 256
 SOS, EOS = 0, 1  # the reference's SOS_token / EOS_token
-VERSION = "0.0.118"
-DIST_INFO = f"cn2en-{VERSION}.dist-info"
-# sha256 of the files we read, as listed in the wheel's RECORD (converted from base64 to hex)
-_EXPECTED_SHA256 = {
-    "cn2en/model.pth": "ec6415ab27b1fef85b1e8d7334b5530152061992f9732b61a67dcb649369a6cb",
-    "cn2en/input_lang.pkl": "ce0df7c56c3d1f06fc5387227b84988f1c69759fd69a96f9ad38fa78efe97f65",
-    "cn2en/output_lang.pkl": "9ec82de5ecb91811b7e400c69136dbe3af24bf25e4cc9db0c29b744ed6830152",
-    f"{DIST_INFO}/LICENSE": "d9b9bdb8569b419dd891bfd269253fb946c08f6fa1b5ce96250992ffae6a0f4d",
-}
 # Training targets were lower-cased; these vocabulary words are names in every sentence they can
 # appear in, so the renderer may write them capitalized. Ambiguous ones (may, march, mark, bill,
 # jack, new, god) are left out on purpose.
@@ -163,36 +150,14 @@ _CASED = [
 ]
 
 
-@dataclass(frozen=True)
-class _Source:
-    checkpoint: bytes  # model.pth: {"encoder": state dict, "decoder": state dict, ...}
-    input_lang: bytes
-    output_lang: bytes
-    license: str
-
-
-class _Lang:
-    """Stands in for the reference's ``Lang``: pickle fills ``__dict__``, nothing else runs."""
-
-    word2index: dict[str, int]
-    index2word: dict[int, str]
-    n_words: int
-
-
-class _LangUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if name == "Lang":
-            return _Lang
-        raise pickle.UnpicklingError(f"unexpected {module}.{name} in a cn2en vocabulary pickle")
-
-
-def convert(output_dir: Path, *, source: Path, force: bool = False) -> Path:
-    """Export cn2en 0.0.118 from ``source`` to a bundle in ``output_dir``.
+def convert(source: Path, output_dir: Path, *, force: bool = False) -> Path:
+    """Export cn2en 0.0.118 from ``source`` to a bundle in ``output_dir`` (the signature every
+    family's converter has).
 
     Arguments:
-        output_dir: where the bundle goes; must not exist unless ``force``.
         source: the package directory (holding ``model.pth`` and the ``*_lang.pkl`` files, with
             ``cn2en-0.0.118.dist-info`` next to it) or the ``.whl`` file itself.
+        output_dir: where the bundle goes; must not exist unless ``force``.
         force: replace an existing ``output_dir``.
 
     Returns:
@@ -204,10 +169,10 @@ def convert(output_dir: Path, *, source: Path, force: bool = False) -> Path:
     """
     import torch
 
-    files = _read_source(Path(source))
+    files = read_wheel(Path(source))
     checkpoint = torch.load(io.BytesIO(files.checkpoint), map_location="cpu", weights_only=True)
-    source_words = _vocabulary(files.input_lang, "input_lang.pkl")
-    target_words = _vocabulary(files.output_lang, "output_lang.pkl")
+    source_words = vocabulary(files.input_lang, "input_lang.pkl")
+    target_words = vocabulary(files.output_lang, "output_lang.pkl")
     encoder, decoder = _graph_modules(checkpoint, len(source_words), len(target_words))
 
     output_dir = prepare_output_dir(output_dir, force=force)
@@ -278,50 +243,6 @@ def convert(output_dir: Path, *, source: Path, force: bool = False) -> Path:
     )
     write_manifest(output_dir, manifest)
     return output_dir
-
-
-def _read_source(source: Path) -> _Source:
-    """The four files we need, from the wheel or the extracted package, checked against RECORD."""
-    data: dict[str, bytes] = {}
-    if source.is_file() and source.suffix == ".whl":
-        with zipfile.ZipFile(source) as wheel:
-            names = set(wheel.namelist())
-            for name in _EXPECTED_SHA256:
-                if name not in names:
-                    raise ValueError(f"{source} has no {name}: not the cn2en {VERSION} wheel")
-                data[name] = wheel.read(name)
-    elif source.is_dir():
-        for name in _EXPECTED_SHA256:
-            package, _, file = name.partition("/")
-            path = source / file if package == "cn2en" else source.parent / name
-            if not path.is_file():
-                raise ValueError(
-                    f"{path} is missing: --source must be the extracted cn2en package "
-                    f"directory with {DIST_INFO} next to it, or the wheel"
-                )
-            data[name] = path.read_bytes()
-    else:
-        raise ValueError(f"{source} is neither a directory nor a .whl file")
-    for name, expected in _EXPECTED_SHA256.items():
-        if hashlib.sha256(data[name]).hexdigest() != expected:
-            raise ValueError(f"{name} differs from cn2en {VERSION} (sha256 mismatch)")
-    return _Source(
-        checkpoint=data["cn2en/model.pth"],
-        input_lang=data["cn2en/input_lang.pkl"],
-        output_lang=data["cn2en/output_lang.pkl"],
-        license=data[f"{DIST_INFO}/LICENSE"].decode("utf-8"),
-    )
-
-
-def _vocabulary(data: bytes, name: str) -> list[str]:
-    """``Lang.index2word`` as a list (position = id), checked against ``word2index``."""
-    lang = _LangUnpickler(io.BytesIO(data)).load()
-    words = [lang.index2word.get(i) for i in range(lang.n_words)]
-    if len(lang.index2word) != lang.n_words or not all(isinstance(w, str) for w in words):
-        raise ValueError(f"{name}: index2word does not cover ids 0..{lang.n_words - 1} with words")
-    if any(words[index] != word for word, index in lang.word2index.items()):
-        raise ValueError(f"{name}: word2index and index2word disagree")
-    return [str(w) for w in words]
 
 
 def _graph_modules(checkpoint: dict[str, Any], source_size: int, target_size: int) -> tuple[Any, Any]:
@@ -452,15 +373,14 @@ def main(argv: list[str] | None = None) -> int:
         description=f"Convert the cn2en {VERSION} zh->en model (PyPI) to a liuyi model bundle.",
     )
     parser.add_argument(
-        "--source",
+        "source",
         type=Path,
-        required=True,
         help=f"the extracted cn2en package directory ({DIST_INFO} next to it) or the .whl",
     )
     parser.add_argument("output", type=Path, help="bundle directory to create")
     parser.add_argument("--force", action="store_true", help="replace OUTPUT if it exists")
     args = parser.parse_args(argv)
-    return run_for_cli(lambda: convert(args.output, source=args.source, force=args.force))
+    return run_for_cli(lambda: convert(args.source, args.output, force=args.force))
 
 
 if __name__ == "__main__":
