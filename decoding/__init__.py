@@ -41,7 +41,8 @@ from ._languages import (
     language_name,
     normalize_language,
 )
-from ._manifest import Manifest, load_manifest
+from ._manifest import Manifest
+from ._manifest_reader import load_manifest
 from ._registry import ModelRegistry
 from ._runtime import RuntimeOptions
 from ._scheduler import BatchScheduler

@@ -9,7 +9,8 @@ from pathlib import Path
 from ._errors import BundleNotFoundError
 from ._graphs import Seq2SeqGraphs
 from ._greedy import DecodeOptions
-from ._manifest import Manifest, load_manifest
+from ._manifest import Manifest
+from ._manifest_reader import load_manifest
 from ._runtime import RuntimeOptions
 from ._stream import TranslationStream
 from ._types import Result

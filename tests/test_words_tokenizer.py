@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from decoding import load_manifest
 from decoding._errors import ManifestError
-from decoding._manifest import SpecialTokens, TokenizerSpec, load_manifest
+from decoding._manifest import SpecialTokens, TokenizerSpec
 from decoding.tokenizers import WordVocabTokenizer, load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .._errors import BundleError
-from .._manifest import load_manifest
+from .._manifest_reader import load_manifest
 
 RECORD_NAME = "pulled.json"
 _PARTIAL = ".partial-"
