@@ -1,4 +1,6 @@
-"""From a translate request to an async stream of wire events, without blocking the event loop.
+"""From a translate request to an async stream of wire events. Decoding runs on a scheduler thread;
+of the translation work, only planning texts up to 1,000 characters (about 1.3 ms at most, see
+:func:`_plan`) runs on the event loop.
 
     prepare()  ── resolve model ── cache lookup ── plan/tokenize ── scheduler.submit()   (may raise ApiError:
        │                                                                                 the route answers
@@ -215,10 +217,11 @@ class TranslationService:
         return stream
 
 
-# Planning a translation (sentence split + tokenization) costs about 1 µs per character: 0.02 ms
-# for a sentence, 5.2 ms for 4,800 characters (bundled model, AMD EPYC); a hop to a worker thread
-# costs ~0.09 ms. So short texts are planned on the event loop and long ones in a thread, and the
-# loop never stalls for milliseconds while other streams wait for their deltas.
+# Planning a translation (sentence split + tokenization) costs about 1.3 µs per character: 0.08 ms
+# for 40 characters, 1.3 ms for 1,000, 6-11 ms for 5,000; a hop to a worker thread costs ~0.08 ms
+# (bench/tokenize_cost.py, bundled model, AMD EPYC; README "What runs on the event loop"). Texts
+# up to 1,000 characters are planned on the event loop. Planning holds the GIL, so a thread does not
+# free the loop: it still waits, up to CPython's 5 ms switch interval at a time.
 _PLAN_ON_LOOP_CHARS = 1000
 
 
