@@ -113,7 +113,7 @@ def test_cancelled_translation_leaves_and_frees_its_place(default_bundle: Bundle
         cancelled.set()
         result = watcher.result()
         assert result.finish_reason == "cancelled"
-        assert long.steps < 120
+        assert long.steps == 1  # the step whose delta was being delivered; none ran after cancel()
         assert isinstance(watcher.events[-2], SegmentDone) and watcher.events[-2].finish_reason == "cancelled"
         assert other.result().translation == default_bundle.translate("我很好。").translation
         assert scheduler.wait_idle(30)
