@@ -36,7 +36,7 @@ from ._texts import text_list, translate_texts
 
 NO_QUOTA = 10**12  # character_limit reported by /v2/usage
 _TARGETS = {"EN": "en", "EN-US": "en", "EN-GB": "en", "ZH": "zh", "ZH-HANS": "zh"}
-# What /v2/languages lists as targets for each language liuyi knows (sources: code and name).
+# What /v2/languages lists for each language liuyi knows (source: [code, name]; target: variants).
 _TARGET_VARIANTS = {
     "en": [("EN-GB", "English (British)"), ("EN-US", "English (American)")],
     "zh": [("ZH", "Chinese (simplified)"), ("ZH-HANS", "Chinese (simplified)")],
