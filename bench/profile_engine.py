@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._engine_workers import TTFT_SENTENCE
 from bench._models import opus_mt_bundle
-from bench.engine import TTFT_SENTENCE
 from decoding import DecodeOptions, LoadOptions, RuntimeOptions, load_bundle
 
 
