@@ -114,8 +114,21 @@ def optional_positive_int(body: Mapping[str, Any], name: str) -> int | None:
     value = body.get(name)
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():  # 64.0 is the integer 64 in JSON Schema too
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BadRequest(f"'{name}' must be an integer >= 1", code=ErrorCode.INVALID_OPTION, param=name)
+    return value
+
+
+def key_field(fields: Mapping[str, Any], name: str) -> str | None:
+    """An API key sent as a field (LibreTranslate's ``api_key``, DeepL's ``auth_key``): absent or a
+    string — even null is refused, so a client's mistake is not mistaken for "no key"."""
+    if name not in fields:
+        return None
+    value = fields[name]
+    if not isinstance(value, str):
+        raise BadRequest(f"'{name}' must be a string", code=ErrorCode.INVALID_FIELD, param=name)
     return value
 
 
@@ -132,7 +145,7 @@ def presented_key(request: Request, body_key: object = None) -> str | None:
     return None
 
 
-def check_api_key(request: Request, settings: Settings, body_key: object = None) -> None:
+def check_api_key(request: Request, settings: Settings, body_key: str | None = None) -> None:
     """401 unless auth is off or the key is one of the configured ones (constant-time compare)."""
     if not settings.auth_required:
         return

@@ -25,7 +25,7 @@ from decoding import Bundle, detect_language
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
-from ._http import check_api_key, optional_str, read_fields, text_field
+from ._http import check_api_key, key_field, optional_str, read_fields, text_field
 from ._native import services
 from ._texts import Translated, text_list, translate_texts
 
@@ -44,7 +44,7 @@ def detected(result: Translated) -> dict[str, Any]:
 async def translate(request: Request) -> Response:
     service, settings = services(request)
     body = await read_fields(request, settings)
-    check_api_key(request, settings, body_key=body.get("api_key"))
+    check_api_key(request, settings, body_key=key_field(body, "api_key"))
     texts, many = text_list(body, "q")
     source = optional_str(body, "source", "auto") or "auto"
     target = optional_str(body, "target")
@@ -70,6 +70,8 @@ def _alternatives(body: Mapping[str, Any]) -> int:
     value = body.get("alternatives", 0)
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
+    if isinstance(value, float) and value.is_integer():  # 2.0 is the integer 2 in JSON Schema too
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise BadRequest(
             "'alternatives' must be an integer >= 0", code=ErrorCode.INVALID_OPTION, param="alternatives"
@@ -80,7 +82,7 @@ def _alternatives(body: Mapping[str, Any]) -> int:
 async def detect(request: Request) -> Response:
     _, settings = services(request)
     body = await read_fields(request, settings)
-    check_api_key(request, settings, body_key=body.get("api_key"))
+    check_api_key(request, settings, body_key=key_field(body, "api_key"))
     detection = detect_language(text_field(body, "q"))
     return JSONResponse([{"confidence": percent(detection.confidence), "language": detection.language}])
 

@@ -29,12 +29,16 @@ NDJSON = "application/x-ndjson"
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-def translate_request(body: Mapping[str, Any]) -> TranslateRequest:
+def translate_request(fields: Mapping[str, Any], *, from_query: bool = False) -> TranslateRequest:
+    """The one parser of liuyi's request, from a JSON body or (``from_query``) a query string."""
+    max_new_tokens = fields.get("max_new_tokens")
+    if from_query:  # query values are strings: a decimal integer becomes an int, anything else fails
+        max_new_tokens = _query_int(max_new_tokens)
     return TranslateRequest(
-        text=text_field(body),
-        source=optional_str(body, "source", "auto") or "auto",
-        target=optional_str(body, "target"),
-        max_new_tokens=optional_positive_int(body, "max_new_tokens"),
+        text=text_field(fields),
+        source=optional_str(fields, "source", "auto") or "auto",
+        target=optional_str(fields, "target"),
+        max_new_tokens=optional_positive_int({"max_new_tokens": max_new_tokens}, "max_new_tokens"),
     )
 
 
@@ -78,25 +82,23 @@ async def translate(request: Request) -> Response:
 
 
 async def translate_stream(request: Request) -> Response:
+    """POST: NDJSON, or SSE with ``Accept: text/event-stream``. GET (the browser's EventSource): the
+    fields are query parameters and the answer is always SSE."""
     service, settings = services(request)
-    if request.method == "GET":  # EventSource: parameters in the query string, always SSE
-        check_api_key(request, settings)
-        params = query_fields(request)
-        if "max_new_tokens" in params:
-            params["max_new_tokens"] = _query_int(params["max_new_tokens"])
-        prepared = await service.prepare(translate_request(params), **log_context(request))
-        return sse_response(prepared, settings, last_event_id(request))
     check_api_key(request, settings)
-    body = await read_json_object(request, settings)
-    prepared = await service.prepare(translate_request(body), **log_context(request))
-    if "text/event-stream" in request.headers.get("accept", ""):
-        return sse_response(prepared, settings, last_event_id(request))
-    return ndjson_response(prepared)
+    if request.method == "GET":
+        fields, sse = query_fields(request), True
+    else:
+        fields = await read_json_object(request, settings)
+        sse = "text/event-stream" in request.headers.get("accept", "")
+    resume_after = last_event_id(request)
+    prepared = await service.prepare(
+        translate_request(fields, from_query=request.method == "GET"), **log_context(request)
+    )
+    return sse_response(prepared, settings, resume_after) if sse else ndjson_response(prepared)
 
 
 def _query_int(value: object) -> object:
-    """Query values are strings; a decimal integer becomes an int, anything else is left to fail
-    validation with a 400."""
     if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit():
         return int(value)
     return value

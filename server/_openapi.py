@@ -37,6 +37,7 @@ from ._native import NDJSON, STREAM_HEADERS
 from ._openapi_compat import compat_paths, compat_schemas
 from ._openapi_schema import (
     JSON,
+    LANGUAGE_ALIASES,
     SCHEMES,
     SSE,
     Schema,
@@ -47,11 +48,13 @@ from ._openapi_schema import (
     header_ref,
     json_content,
     json_response,
+    json_text,
     obj,
     operation,
     prop,
     ref,
     security,
+    sse_event,
 )
 from ._settings import Settings
 
@@ -59,11 +62,6 @@ EXAMPLE_TEXT = "我很好。"
 EXAMPLE_DELTAS = ("I'm", " very", " well", ".")  # what the bundled model streams for it
 EXAMPLE_TRANSLATION = "".join(EXAMPLE_DELTAS)
 EXAMPLE_REQUEST_ID = "b8a8e0ebe0c84e47"
-# What clients may send for each language (decoding/_languages.py; case-insensitive, "_" == "-").
-LANGUAGE_ALIASES = {
-    "zh": ("zh", "zh-CN", "zh-Hans", "zh-SG", "zh-TW", "zh-Hant", "zh-HK", "cmn", "zho", "chi", "chinese"),
-    "en": ("en", "en-US", "en-GB", "eng", "english"),
-}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +71,7 @@ class Facts:
     settings: Settings
     models: tuple[tuple[str, str], ...]  # (bundle name, direction) of every loaded model
     max_input_chars: int  # the smallest limit of the loaded bundles
+    directions: tuple[tuple[str, str], ...]  # (source, target) of every direction served
     served: frozenset[tuple[str, str]]  # (path, METHOD) of every route the app serves
     metrics: tuple[tuple[str, str, str], ...]  # (name, type, help) of every Prometheus metric
 
@@ -80,6 +79,14 @@ class Facts:
     def model(self) -> str:
         """The model named in examples."""
         return self.models[0][0] if self.models else "liuyi"
+
+    @property
+    def sources(self) -> frozenset[str]:
+        return frozenset(source for source, _ in self.directions)
+
+    @property
+    def targets(self) -> frozenset[str]:
+        return frozenset(target for _, target in self.directions)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,22 +150,25 @@ def sse_example(model: str) -> str:
 # Native schemas
 
 
-def language_schema(role: str, *, auto: bool) -> Schema:
-    names = "; ".join(f"`{lang}` (also {', '.join(a[1:])})" for lang, a in LANGUAGE_ALIASES.items())
-    examples = [alias for aliases in LANGUAGE_ALIASES.values() for alias in aliases[:2]]
-    schema = prop(
-        ["string", "null"], f"{role} {names}. Case-insensitive; `_` may replace `-`.", examples=examples
-    )
+def language_schema(role: str, languages: Collection[str], *, auto: bool) -> Schema:
+    """The values this app accepts: only languages its models translate from (``auto``) or into."""
+    aliases = {lang: names for lang, names in LANGUAGE_ALIASES.items() if lang in languages}
+    names = "; ".join(f"`{lang}` (also {', '.join(a[1:])})" for lang, a in aliases.items())
+    accepted = [alias for names_ in aliases.values() for alias in names_]
+    schema = prop(["string", "null"], f"{role} {names}. Case-insensitive; `_` may replace `-`.")
     if auto:
         schema["description"] += (
             " `auto` (the default; also empty or null) guesses from the text: Chinese once Han characters "
             "are at least a quarter as many as Latin letters; a text without letters (digits, emoji) goes "
-            "to a loaded model."
+            "to a loaded model. A text guessed to be in a language no model translates from is a 400 "
+            "`unsupported_direction`."
         )
         schema["default"] = "auto"
-        schema["examples"] = ["auto", *examples]
+        accepted = ["auto", *accepted]
     else:
         schema["description"] += " Absent, empty or null: the other language of the pair."
+    schema["enum"] = [*accepted, "", None]
+    schema["examples"] = accepted[:3]
     return schema
 
 
@@ -281,8 +291,8 @@ def event_schemas() -> dict[str, Schema]:
 def native_schemas(facts: Facts) -> dict[str, Schema]:
     limit = facts.max_input_chars
     return {
-        "SourceLanguage": language_schema("Language of `text`:", auto=True),
-        "TargetLanguage": language_schema("Language to translate into:", auto=False),
+        "SourceLanguage": language_schema("Language of `text`:", facts.sources, auto=True),
+        "TargetLanguage": language_schema("Language to translate into:", facts.targets, auto=False),
         "TranslateRequest": obj(
             "A text to translate. Unknown fields are ignored.",
             {
@@ -464,11 +474,13 @@ def query_parameters(request: Schema) -> list[Schema]:
 
 def stream_response(facts: Facts, *, ndjson: bool) -> Schema:
     sse = {
-        "schema": {
-            "type": "string",
-            "description": "Server-sent events: `id: <n>`, `event: <type>` and `data: <StreamEvent JSON>` "
-            "per event, ids counting from 0 at `start`; heartbeats are comment lines (`: ping - <time>`).",
-        },
+        "schema": sse_event(
+            "Server-sent events: `id: <n>`, `event: <type>` and `data: <StreamEvent JSON>` per event, ids "
+            "counting from 0 at `start`; heartbeats are comment lines (`: ping - <time>`).",
+            json_text(ref("StreamEvent")),
+            id=prop("string", "The event's index in the stream, from 0.", pattern="^[0-9]+$"),
+            event=prop("string", "The `type` of `data`.", enum=[kind for kind in EVENTS if kind != "ping"]),
+        ),
         "example": sse_example(facts.model),
     }
     content = {SSE: sse}
@@ -695,14 +707,14 @@ def build_document(facts: Facts) -> Schema:
         "security": security(facts.settings),
         "paths": {path: item for path, item in served.items() if item},
         "components": {
-            "schemas": {**schemas, **compat_schemas(facts.models)},
+            "schemas": {**schemas, **compat_schemas(facts.models, facts.sources, facts.targets)},
             "responses": error_components(),
             "parameters": {
                 "LastEventId": {
                     "name": "Last-Event-ID",
                     "in": "header",
-                    "description": "SSE resume: the id of the last event received; later ones follow.",
-                    "schema": {"type": "string", "pattern": "^[0-9]+$"},
+                    "description": "SSE resume: the id of the last event received (empty: none).",
+                    "schema": {"type": "string", "pattern": "^[0-9]*$"},
                     "example": "3",
                 }
             },
@@ -718,6 +730,9 @@ def facts_of(request: Request) -> Facts:
     return Facts(
         settings=state.settings,
         models=tuple((b.name, b.direction) for b in bundles),
+        directions=tuple(
+            (r.manifest.source_lang, r.manifest.target_lang) for r in state.service.registry.routes
+        ),
         max_input_chars=min((b.max_input_chars for b in bundles), default=state.settings.max_input_chars),
         served=served_operations(request.app.routes),
         metrics=tuple((m.name, m.type, m.documentation) for m in state.metrics.registry.collect()),

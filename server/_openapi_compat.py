@@ -6,24 +6,30 @@ differs from the original service. Other fields of the original APIs are accepte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from ._deepl import TARGETS as DEEPL_TARGETS
 from ._events import dumps
 from ._openai import AUTO_MODELS
 from ._openapi_schema import (
+    NOT_BLANK,
     SSE,
     Schema,
     array,
     error_refs,
     fields_body,
+    form_fields,
     json_content,
     json_response,
+    json_text,
+    language_names,
     obj,
-    one_or_many,
+    one_text_or_many,
     operation,
     prop,
     ref,
+    sse_event,
 )
 
 TRANSLATING = (400, 401, 413, 415, 500, 503, 504)  # what a translating endpoint can fail with
@@ -38,7 +44,10 @@ usage chunk with `stream_options.include_usage`), then `data: [DONE]`. An error 
 one `data: <OpenAIErrorResponse>` line, and the stream ends *without* `[DONE]`, as OpenAI's API does."""
 
 
-def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
+def compat_schemas(
+    models: Sequence[tuple[str, str]], sources: Collection[str], targets: Collection[str]
+) -> dict[str, Schema]:
+    """``sources``/``targets``: the languages the app's models translate from and into."""
     names = [name for name, _ in models]
     aliases = [f"liuyi-{direction}" for _, direction in models]
     usage = obj(
@@ -55,6 +64,9 @@ def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
         ["string", "null"], "`stop`, or `length` when cut at the token limit.", enum=["stop", "length", None]
     )
     text_part = obj("A text part.", {"type": {"const": "text"}, "text": {"type": "string"}})
+    visible_part = {"properties": {"text": {"pattern": NOT_BLANK}}}
+    user_turn = {"type": "object", "properties": {"role": {"const": "user"}}, "required": ["role"]}
+    deepl_targets = [code for code, lang in DEEPL_TARGETS.items() if lang in targets]
     detection = obj(
         "Detected source language (when `source` is `auto`).",
         {
@@ -62,7 +74,7 @@ def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
             "language": prop("string", "`zh` or `en`."),
         },
     )
-    return {
+    schemas = {
         # --- OpenAI
         "ChatCompletionRequest": obj(
             "The last `user` message is translated; system prompts, earlier turns, `temperature` and other "
@@ -70,11 +82,17 @@ def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
             {
                 "model": prop(
                     "string",
-                    "Picks the direction: a bundle name or its alias, or `liuyi`/`liuyi-auto` (source "
-                    "detected, target the other language).",
+                    minLength=1,
+                    description="Picks the direction: a bundle name or its alias, or `liuyi`/`liuyi-auto` "
+                    "(source detected, target the other language).",
                     examples=[*aliases, *names, *AUTO_MODELS],
                 ),
-                "messages": array(ref("ChatMessage"), "The conversation, with a `user` message.", minItems=1),
+                "messages": array(
+                    ref("ChatMessage"),
+                    "The conversation, with a `user` message.",
+                    minItems=1,
+                    contains=user_turn,
+                ),
                 "stream": prop(
                     ["boolean", "null"], "Stream the answer as server-sent events.", default=False
                 ),
@@ -101,6 +119,21 @@ def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
                 },
             },
             optional=("content",),
+            # the user's text must have a visible character (400 `empty_text`)
+            **{
+                "if": user_turn,
+                "then": {
+                    "required": ["content"],
+                    "properties": {
+                        "content": {
+                            "anyOf": [
+                                {"type": "string", "pattern": NOT_BLANK},
+                                {"type": "array", "contains": visible_part},
+                            ]
+                        }
+                    },
+                },
+            },
         ),
         "ChatCompletion": obj(
             "A finished translation, as a chat completion.",
@@ -176,13 +209,20 @@ def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
         "LibreTranslateRequest": obj(
             "LibreTranslate's translate request (JSON or form fields).",
             {
-                "q": one_or_many(
-                    {"type": "string"}, "The text, or a list of texts (blank items come back as is)."
+                "q": one_text_or_many("The text, or a list of texts (blank items come back as is)."),
+                "source": prop(
+                    ["string", "null"],
+                    "A language code or `auto` (also when absent or empty).",
+                    default="auto",
+                    enum=["auto", *language_names(sources), "", None],
                 ),
-                "source": prop("string", "A language code or `auto` (also when absent).", default="auto"),
-                "target": prop("string", "The language code to translate into.", examples=["en"]),
+                "target": prop(
+                    "string", "The language code to translate into.", enum=language_names(targets)
+                ),
                 "format": prop(
-                    "string", "`html`: keep tags, translate the text between them.", enum=["text", "html"]
+                    ["string", "null"],
+                    "`html`: keep tags, translate the text between them; `text` (also empty, null) does not.",
+                    enum=["text", "html", "", None],
                 ),
                 "alternatives": prop("integer", "Accepted; always answered with empty lists.", minimum=0),
                 "api_key": prop("string", "The API key, when keys are configured."),
@@ -192,7 +232,10 @@ def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
         "LibreTranslateResponse": obj(
             "A list in, lists out.",
             {
-                "translatedText": one_or_many({"type": "string"}, "The translation(s)."),
+                "translatedText": {
+                    "description": "The translation(s).",
+                    "anyOf": [{"type": "string"}, array({"type": "string"}, "One per text.")],
+                },
                 "detectedLanguage": {
                     "description": "With `source: auto` only.",
                     "anyOf": [ref("Detection"), array(ref("Detection"), "One per text.")],
@@ -204,7 +247,7 @@ def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
         "Detection": detection,
         "DetectRequest": obj(
             "Text to identify.",
-            {"q": prop("string", "The text."), "api_key": prop("string", "The API key.")},
+            {"q": prop("string", "The text.", pattern=NOT_BLANK), "api_key": prop("string", "The API key.")},
             optional=("api_key",),
         ),
         "LibreTranslateLanguage": obj(
@@ -229,20 +272,34 @@ def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
             "DeepL's translate request (JSON, or form fields with `text` repeated). `formality`, "
             "`split_sentences`, `preserve_formatting`, `context`, `model_type` are ignored.",
             {
-                "text": one_or_many({"type": "string"}, "The texts."),
+                "text": one_text_or_many("The texts."),
                 "target_lang": prop(
                     "string",
-                    "`EN`, `EN-US`, `EN-GB` (all the same English) or `ZH`, `ZH-HANS`; `ZH-HANT` is refused.",
-                    examples=["EN-US", "ZH-HANS"],
+                    "`EN`, `EN-US`, `EN-GB` (all the same English) or `ZH`, `ZH-HANS`, as the models "
+                    "allow (case-insensitive); `ZH-HANT` is refused.",
+                    enum=deepl_targets,
                 ),
-                "source_lang": prop("string", "`ZH`, `EN`, ...; detected when absent."),
+                "source_lang": prop(
+                    ["string", "null"],
+                    "`ZH`, `EN`, ... (case-insensitive); detected when absent or empty.",
+                    enum=[*(lang.upper() for lang in sorted(sources)), "", None],
+                ),
                 "tag_handling": prop(
-                    "string", "Keep the tags, translate the text between them.", enum=["html", "xml"]
+                    ["string", "null"],
+                    "Keep the tags, translate the text between them (empty or null: plain text).",
+                    enum=["html", "xml", "", None],
                 ),
-                "glossary_id": prop("string", "Refused (`invalid_option`): liuyi has no glossaries."),
+                "glossary_id": prop(
+                    ["string", "null"],
+                    "Refused (`invalid_option`) unless empty: liuyi has no glossaries.",
+                    enum=["", None],
+                ),
+                "glossary_ids": prop(
+                    ["array", "null"], "Refused unless empty, as `glossary_id`.", maxItems=0
+                ),
                 "auth_key": prop("string", "Legacy way to send the key."),
             },
-            optional=("source_lang", "tag_handling", "glossary_id", "auth_key"),
+            optional=("source_lang", "tag_handling", "glossary_id", "glossary_ids", "auth_key"),
         ),
         "DeepLTranslateResponse": obj(
             "One translation per text, in order.",
@@ -277,6 +334,12 @@ def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
             "DeepL's error shape.", {"message": prop("string", "The message."), "detail": ref("ErrorCode")}
         ),
     }
+    for form, body in (
+        ("LibreTranslateForm", "LibreTranslateRequest"),
+        ("DeepLTranslateForm", "DeepLTranslateRequest"),
+    ):
+        schemas[form] = form_fields(schemas[body])
+    return schemas
 
 
 def chat_stream_example(model: str, request_id: str, deltas: Sequence[str]) -> str:
@@ -336,10 +399,23 @@ def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) 
                         "content": {
                             **json_content(ref("ChatCompletion"), completion=completion),
                             SSE: {
-                                "schema": {
-                                    "type": "string",
-                                    "description": "`data: <ChatCompletionChunk>` lines.",
-                                },
+                                "schema": sse_event(
+                                    "`data: <ChatCompletionChunk>` events, then `data: [DONE]` (or one "
+                                    "`data: <OpenAIErrorResponse>` after a failure).",
+                                    {
+                                        "anyOf": [
+                                            {"const": "[DONE]"},
+                                            json_text(
+                                                {
+                                                    "anyOf": [
+                                                        ref("ChatCompletionChunk"),
+                                                        ref("OpenAIErrorResponse"),
+                                                    ]
+                                                }
+                                            ),
+                                        ]
+                                    },
+                                ),
                                 "example": chat_stream_example(model, request_id, deltas),
                             },
                         },
@@ -372,6 +448,7 @@ def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) 
                 },
                 requestBody=fields_body(
                     ref("LibreTranslateRequest"),
+                    ref("LibreTranslateForm"),
                     one={"q": text, "source": "zh", "target": "en"},
                     auto={"q": [text], "source": "auto", "target": "en"},
                     html={"q": f"<p>{text}</p>", "target": "en", "format": "html"},
@@ -434,7 +511,9 @@ def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) 
                     **error_refs("deepl", TRANSLATING),
                 },
                 requestBody=fields_body(
-                    ref("DeepLTranslateRequest"), en={"text": [text], "target_lang": "EN-US"}
+                    ref("DeepLTranslateRequest"),
+                    ref("DeepLTranslateForm"),
+                    en={"text": [text], "target_lang": "EN-US"},
                 ),
             )
         },

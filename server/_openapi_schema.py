@@ -20,6 +20,17 @@ Schema = dict[str, Any]
 JSON = "application/json"
 SSE = "text/event-stream"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+NOT_BLANK = r"\S"  # the servers refuse a text without a visible character (400 `empty_text`)
+# What clients may send for each language (decoding/_languages.py; case-insensitive, "_" == "-").
+LANGUAGE_ALIASES = {
+    "zh": ("zh", "zh-CN", "zh-Hans", "zh-SG", "zh-TW", "zh-Hant", "zh-HK", "cmn", "zho", "chi", "chinese"),
+    "en": ("en", "en-US", "en-GB", "eng", "english"),
+}
+
+
+def language_names(languages: Collection[str]) -> list[str]:
+    """Every spelling of the languages this app's models translate from (or into)."""
+    return [alias for lang, aliases in LANGUAGE_ALIASES.items() if lang in languages for alias in aliases]
 
 
 def ref(name: str, description: str | None = None) -> Schema:
@@ -54,9 +65,12 @@ def array(items: Schema, description: str, **extra: Any) -> Schema:
     return {"type": "array", "items": items, "description": description, **extra}
 
 
-def one_or_many(items: Schema, description: str) -> Schema:
-    """A value or a list of them (LibreTranslate's ``q``, DeepL's ``text``)."""
-    return {"description": description, "anyOf": [items, {"type": "array", "items": items, "minItems": 1}]}
+def one_text_or_many(description: str) -> Schema:
+    """A text or a list of them (LibreTranslate's ``q``, DeepL's ``text``): a single text must not be
+    blank; blank items of a list come back as they were."""
+    items = {"type": "string"}
+    single = {**items, "pattern": NOT_BLANK}
+    return {"description": description, "anyOf": [single, {"type": "array", "items": items, "minItems": 1}]}
 
 
 def json_content(schema: Schema, **examples: Any) -> Schema:
@@ -73,10 +87,44 @@ def json_response(description: str, schema: Schema, headers: Iterable[str] = (),
     return response
 
 
-def fields_body(schema: Schema, **examples: Any) -> Schema:
-    """A request body sent as JSON or as form fields (LibreTranslate, DeepL)."""
-    forms = {kind: {"schema": schema} for kind in FORM_TYPES}
+def sse_event(description: str, data: Schema, **fields: Schema) -> Schema:
+    """One server-sent event, as OpenAPI 3.2 describes an event stream's items (``data`` is a string
+    whose JSON content is ``data``'s schema); heartbeats are comment lines, which are not events."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {**fields, "data": data},
+        "required": ["data", *fields],
+    }
+
+
+def json_text(schema: Schema) -> Schema:
+    """A string holding a JSON value that matches ``schema`` (an SSE event's ``data``)."""
+    return {"type": "string", "contentMediaType": JSON, "contentSchema": schema}
+
+
+def fields_body(schema: Schema, form_schema: Schema | None = None, **examples: Any) -> Schema:
+    """A request body sent as JSON or as form fields (LibreTranslate, DeepL). Form fields are
+    strings: ``form_schema`` is the variant without JSON's nulls."""
+    forms = {kind: {"schema": form_schema or schema} for kind in FORM_TYPES}
     return {"required": True, "content": {**json_content(schema, **examples), **forms}}
+
+
+def form_fields(schema: Schema) -> Schema:
+    """``schema`` as form fields can carry it: strings, never JSON's null, and a list only of two or
+    more (a list of one is the same single field as a plain value)."""
+    result: Schema = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, list):
+            value = [kind for kind in value if kind != "null"]
+        elif key == "enum":
+            value = [item for item in value if item is not None]
+        elif key == "anyOf" and any(branch.get("type") == "array" for branch in value):
+            value = [{**b, "minItems": 2} if b.get("type") == "array" else b for b in value]
+        elif isinstance(value, dict):
+            value = form_fields(value)
+        result[key] = value
+    return result
 
 
 def operation(
