@@ -44,7 +44,7 @@ from ._native import services
 from ._texts import text_list, translate_texts
 
 NO_QUOTA = 10**12  # character_limit reported by /v2/usage
-NO_GLOSSARY = (None, "", [])  # the values of glossary_id(s) that ask for no glossary
+NO_GLOSSARY: tuple[object, ...] = (None, "", [])  # the values of glossary_id(s) that ask for no glossary
 TARGETS = {"EN": "en", "EN-US": "en", "EN-GB": "en", "ZH": "zh", "ZH-HANS": "zh"}
 # What /v2/languages lists for each language liuyi knows (source: [code, name]; target: variants).
 _SOURCE_NAMES = {"zh": "Chinese", "en": "English"}
