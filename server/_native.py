@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import aclosing
+from collections.abc import Mapping
 from typing import Any
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
-from ._events import WireEvent, dumps
+from ._events import WireEvent
 from ._http import (
     check_api_key,
     optional_positive_int,
@@ -22,11 +20,9 @@ from ._http import (
     read_json_object,
     text_field,
 )
-from ._service import PreparedStream, TranslateRequest, TranslationService
+from ._service import TranslateRequest, TranslationService
 from ._settings import Settings
-
-NDJSON = "application/x-ndjson"
-STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+from ._streaming import ndjson_response, sse_response
 
 
 def translate_request(fields: Mapping[str, Any], *, from_query: bool = False) -> TranslateRequest:
@@ -116,38 +112,6 @@ def last_event_id(request: Request) -> int:
             param="Last-Event-ID",
         )
     return int(raw)
-
-
-def ndjson_response(prepared: PreparedStream) -> StreamingResponse:
-    async def lines() -> AsyncIterator[bytes]:
-        async with aclosing(prepared.events()) as events:  # the translation stops when the client goes
-            async for event in events:
-                yield (dumps(event) + "\n").encode()
-
-    return StreamingResponse(lines(), media_type=NDJSON, headers=STREAM_HEADERS)
-
-
-def sse_response(prepared: PreparedStream, settings: Settings, resume_after: int) -> EventSourceResponse:
-    """``event:`` is the event type, ``id:`` its index in the stream. A reconnect with Last-Event-ID
-    replays the same deterministic stream (from the cache, or decoded again) and skips what the
-    client already has."""
-
-    async def messages() -> AsyncIterator[ServerSentEvent]:
-        index = 0
-        async with aclosing(prepared.events()) as events:  # not left to the garbage collector
-            async for event in events:
-                if event["type"] == "ping":
-                    continue  # SSE heartbeats are comment lines sent by EventSourceResponse itself
-                if index > resume_after:
-                    yield ServerSentEvent(data=dumps(event), event=event["type"], id=str(index))
-                index += 1
-
-    return EventSourceResponse(
-        messages(),
-        ping=settings.heartbeat_interval,
-        sep="\n",
-        headers=STREAM_HEADERS,
-    )
 
 
 async def models(request: Request) -> Response:

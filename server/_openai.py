@@ -25,7 +25,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -36,8 +36,9 @@ from ._error_codes import ErrorCode
 from ._errors import BadRequest, NotFound, error_payload
 from ._events import WireEvent, dumps
 from ._http import check_api_key, optional_positive_int, read_json_object
-from ._native import STREAM_HEADERS, log_context, services
+from ._native import log_context, services
 from ._service import PreparedStream, TranslateRequest
+from ._streaming import EventStream
 
 AUTO_MODELS = ("liuyi", "liuyi-auto")
 
@@ -156,12 +157,7 @@ async def chat_completions(request: Request) -> Response:
         **log_context(request),
     )
     if chat.stream:
-        return EventSourceResponse(
-            chunks(prepared, include_usage=chat.include_usage),
-            ping=settings.heartbeat_interval,
-            sep="\n",
-            headers=STREAM_HEADERS,
-        )
+        return EventStream(chunks(prepared, include_usage=chat.include_usage), settings)
     done, _ = await prepared.collect()
     completion = {
         "id": f"chatcmpl-{prepared.request_id}",
@@ -184,7 +180,7 @@ async def chat_completions(request: Request) -> Response:
 
 async def chunks(prepared: PreparedStream, *, include_usage: bool) -> AsyncIterator[ServerSentEvent]:
     """The SSE ``data:`` lines of a streamed completion (heartbeats are SSE comments, sent by
-    EventSourceResponse)."""
+    EventStream)."""
     common: dict[str, Any] = {
         "id": f"chatcmpl-{prepared.request_id}",
         "object": "chat.completion.chunk",

@@ -33,7 +33,6 @@ from starlette.routing import BaseRoute, Route
 
 from ._error_codes import markdown_table
 from ._events import dumps
-from ._native import NDJSON, STREAM_HEADERS
 from ._openapi_compat import compat_paths, compat_schemas
 from ._openapi_schema import (
     JSON,
@@ -57,6 +56,7 @@ from ._openapi_schema import (
     sse_event,
 )
 from ._settings import Settings
+from ._streaming import NDJSON, STREAM_HEADERS
 
 EXAMPLE_TEXT = "我很好。"
 EXAMPLE_DELTAS = ("I'm", " very", " well", ".")  # what the bundled model streams for it
