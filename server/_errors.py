@@ -27,7 +27,8 @@ is the stream's final ``error`` event (the status is already 200).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from decoding import (
     BundleError,
@@ -42,6 +43,7 @@ from decoding import (
 )
 
 from ._error_codes import ErrorCode, status_of
+from ._wire import ErrorFields, ErrorResponse
 
 
 class ApiError(Exception):
@@ -67,12 +69,12 @@ class ApiError(Exception):
         self.headers = headers or {}
         self.details = details or {}  # extra machine-readable facts, e.g. {"limit": 5000}
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> ErrorResponse:
         """liuyi's native error shape."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        error: ErrorFields = {"code": self.code, "message": self.message}
         if self.param:
             error["param"] = self.param
-        error.update(self.details)
+        error.update(cast(ErrorFields, self.details))  # limit, length, retry_after
         return {"error": error}
 
 
@@ -131,7 +133,7 @@ _OPENAI_TYPES = {
 }
 
 
-def error_payload(error: ApiError, flavour: str) -> tuple[int, dict[str, Any]]:
+def error_payload(error: ApiError, flavour: str) -> tuple[int, Mapping[str, object]]:
     """(status, body) for ``flavour`` in "native", "openai", "libretranslate", "deepl"."""
     status = error.status
     if flavour != "native" and status == 503:

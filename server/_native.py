@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
-from ._events import WireEvent
+from ._events import WireEvent, translate_response
 from ._http import (
     check_api_key,
     optional_positive_int,
@@ -61,19 +61,14 @@ async def translate(request: Request) -> Response:
     body = await read_json_object(request, settings)
     prepared = await service.prepare(translate_request(body), **log_context(request))
     done, segments = await prepared.collect()
-    reply = {
-        "translation": done["translation"],
-        "source": prepared.source,
-        "target": prepared.target,
-        "model": prepared.bundle.name,
-        "cached": done["cached"],
-        "finish_reason": done["finish_reason"],
-        "usage": done["usage"],
-        "unknown_source_chars": done["unknown_source_chars"],
-        "timings": done["timings"],
-        "segments": segments,
-        "id": prepared.request_id,
-    }
+    reply = translate_response(
+        done,
+        segments,
+        source=prepared.source,
+        target=prepared.target,
+        model=prepared.bundle.name,
+        request_id=prepared.request_id,
+    )
     return JSONResponse(reply, headers={"Server-Timing": server_timing(done)})
 
 

@@ -25,14 +25,24 @@ import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from decoding import Delta, Result, SegmentDone, SourceSegment, Timings
+
 from ._error_codes import markdown_table
-from ._events import dumps
+from ._events import (
+    WireEvent,
+    delta_event,
+    done_event,
+    dumps,
+    segment_event,
+    segment_spans,
+    start_event,
+    translate_response,
+)
 from ._openapi_compat import compat_paths, compat_schemas
 from ._openapi_schema import (
     JSON,
@@ -40,7 +50,6 @@ from ._openapi_schema import (
     SCHEMES,
     SSE,
     Schema,
-    array,
     error_code_schema,
     error_components,
     error_refs,
@@ -48,7 +57,6 @@ from ._openapi_schema import (
     json_content,
     json_response,
     json_text,
-    obj,
     operation,
     prop,
     ref,
@@ -57,6 +65,8 @@ from ._openapi_schema import (
 )
 from ._settings import Settings
 from ._streaming import NDJSON, STREAM_HEADERS
+from ._wire import NATIVE_MODELS, TranslateResponse
+from ._wire_schema import SchemaSet
 
 EXAMPLE_TEXT = "我很好。"
 EXAMPLE_DELTAS = ("I'm", " very", " well", ".")  # what the bundled model streams for it
@@ -93,44 +103,50 @@ class Facts:
 # Examples: one translation of 我很好。, from which every example body and stream is rendered.
 
 
-def example_events(model: str) -> list[dict[str, Any]]:
+def example_events(model: str) -> list[WireEvent]:
+    """The events of the example translation, made by the server's own builders."""
     end = len(EXAMPLE_TEXT)
-    segment = {"index": 0, "start": 0, "end": end}
-    usage = {"input_tokens": 5, "output_tokens": 5}
-    timings = {
-        "queue_ms": 0.234,
-        "ttft_ms": 1.146,
-        "total_ms": 3.249,
-        "tokenize_ms": 0.063,
-        "encode_ms": 0.277,
-        "decode_ms": 1.912,
-        "detokenize_ms": 0.061,
-    }
-    start = {"type": "start", "id": EXAMPLE_REQUEST_ID, "model": model, "direction": "zh-en", "source": "zh"}
-    return [
-        {**start, "target": "en", "cached": False, "segments": [segment]},
-        *({"type": "delta", "text": t, "index": i, "segment": 0} for i, t in enumerate(EXAMPLE_DELTAS)),
-        {"type": "segment", **segment, "translation": EXAMPLE_TRANSLATION, "finish_reason": "stop", **usage},
-        {
-            "type": "done",
-            "translation": EXAMPLE_TRANSLATION,
-            "finish_reason": "stop",
-            "cached": False,
-            "model": model,
-            "usage": usage,
-            "unknown_source_chars": 0,
-            "timings": timings,
-        },
-    ]
+    segment = SegmentDone(
+        index=0,
+        start=0,
+        end=end,
+        translation=EXAMPLE_TRANSLATION,
+        input_tokens=5,
+        output_tokens=5,
+        finish_reason="stop",
+    )
+    timings = Timings(
+        queue_ms=0.234,
+        first_token_ms=1.146,
+        total_ms=3.249,
+        tokenize_ms=0.063,
+        encode_ms=0.277,
+        decode_ms=1.912,
+        detokenize_ms=0.061,
+    )
+    result = Result(
+        translation=EXAMPLE_TRANSLATION,
+        segments=(segment,),
+        input_tokens=5,
+        output_tokens=5,
+        unknown_source_chars=0,
+        finish_reason="stop",
+        timings=timings,
+    )
+    spans = segment_spans([SourceSegment(index=0, start=0, end=end, text=EXAMPLE_TEXT, separator="")])
+    start = start_event(
+        request_id=EXAMPLE_REQUEST_ID, model=model, source="zh", target="en", cached=False, segments=spans
+    )
+    deltas = [delta_event(Delta(text, None, i, 0)) for i, text in enumerate(EXAMPLE_DELTAS)]
+    return [start, *deltas, segment_event(segment), done_event(result, model=model, cached=False)]
 
 
-def example_response(model: str) -> dict[str, Any]:
+def example_response(model: str) -> TranslateResponse:
     events = example_events(model)
-    done = {key: value for key, value in events[-1].items() if key != "type"}
-    segments = [
-        {key: value for key, value in e.items() if key != "type"} for e in events if e["type"] == "segment"
-    ]
-    return {**done, "source": "zh", "target": "en", "segments": segments, "id": EXAMPLE_REQUEST_ID}
+    segments = [{k: v for k, v in e.items() if k != "type"} for e in events if e["type"] == "segment"]
+    return translate_response(
+        events[-1], segments, source="zh", target="en", model=model, request_id=EXAMPLE_REQUEST_ID
+    )
 
 
 def ndjson_example(model: str) -> str:
@@ -172,249 +188,21 @@ def language_schema(role: str, languages: Collection[str], *, auto: bool) -> Sch
     return schema
 
 
-def result_properties() -> dict[str, Schema]:
-    """What the ``done`` event and the JSON response share."""
-    return {
-        "translation": prop("string", "The whole translation, with the layout between sentences kept."),
-        "finish_reason": ref("FinishReason"),
-        "cached": prop("boolean", "Served from the translation cache (timings then measure the replay)."),
-        "model": prop("string", "Name of the model bundle that translated (an `id` of GET /v1/models)."),
-        "usage": ref("Usage"),
-        "unknown_source_chars": prop(
-            "integer",
-            "Source characters outside the model's vocabulary (a hint the text is out of domain).",
-            minimum=0,
-        ),
-        "timings": ref("Timings"),
-    }
-
-
-def segment_properties() -> dict[str, Schema]:
-    return {
-        **span_properties(),
-        "translation": prop("string", "This segment's translation, without the layout text around it."),
-        "finish_reason": ref("FinishReason"),
-        "input_tokens": prop(
-            "integer", "Source tokens of this segment, end-of-sentence included.", minimum=0
-        ),
-        "output_tokens": prop(
-            "integer", "Tokens generated for this segment, end-of-sentence included.", minimum=0
-        ),
-    }
-
-
-def span_properties() -> dict[str, Schema]:
-    return {
-        "index": prop("integer", "Position of the segment in the text, from 0.", minimum=0),
-        "start": prop("integer", "Offset of its first character in `text` (Unicode code points).", minimum=0),
-        "end": prop(
-            "integer", "Offset just past its last character: the span is `text[start:end]`.", minimum=0
-        ),
-    }
-
-
-def event(
-    kind: str, description: str, properties: dict[str, Schema], *, optional: Collection[str] = ()
-) -> Schema:
-    return obj(description, {"type": {"const": kind}, **properties}, optional=optional)
-
-
-EVENTS = ("start", "delta", "segment", "done", "error", "ping")
-
-
-def event_schemas() -> dict[str, Schema]:
-    details = {
-        "limit": prop("integer", "`text_too_long`, `body_too_large`: the limit."),
-        "length": prop("integer", "`text_too_long`: the length sent."),
-        "retry_after": prop("integer", "`overloaded`: seconds to wait before retrying."),
-    }
-    schemas = {
-        "StartEvent": event(
-            "start",
-            "First event: what will be translated, and how the text was split into segments.",
-            {
-                "id": prop("string", "The request id (also the `X-Request-ID` header)."),
-                "model": prop("string", "Name of the model bundle translating."),
-                "direction": prop("string", "`<source>-<target>`.", examples=["zh-en"]),
-                "source": prop(
-                    "string", "Source language, resolved (never `auto`).", enum=list(LANGUAGE_ALIASES)
-                ),
-                "target": prop("string", "Target language.", enum=list(LANGUAGE_ALIASES)),
-                "cached": prop(
-                    "boolean", "The stream is a replay of a cached translation (arrives at once)."
-                ),
-                "segments": array(ref("SegmentSpan"), "The segments (sentences) in order."),
-            },
-        ),
-        "DeltaEvent": event(
-            "delta",
-            "New text. Final: it never changes and never ends inside a character. Joining every delta "
-            "gives `done.translation` exactly.",
-            {
-                "text": prop("string", "The text to append."),
-                "index": prop(
-                    "integer",
-                    "Token index inside its segment; -1 for layout text between segments.",
-                    minimum=-1,
-                ),
-                "segment": prop("integer", "Index of the segment it belongs to.", minimum=0),
-            },
-        ),
-        "SegmentEvent": event("segment", "A segment finished decoding.", segment_properties()),
-        "DoneEvent": event("done", "Last event of a successful stream.", result_properties()),
-        "ErrorEvent": event(
-            "error",
-            "Last event of a failed stream: an error after the response had started (status 200 already "
-            "sent), e.g. `request_timeout`, `shutting_down`, `inference_failed`. Same codes as error bodies.",
-            {"code": ref("ErrorCode"), "message": prop("string", "What went wrong, for people."), **details},
-            optional=details,
-        ),
-        "PingEvent": event(
-            "ping",
-            "Heartbeat after the heartbeat interval without an event (NDJSON only; SSE sends a comment "
-            "line instead). Ignore it.",
-            {},
-        ),
-    }
-    schemas["StreamEvent"] = {
-        "description": "One event of a translation stream: `start`, then `delta`/`segment`/`ping` events, "
-        "then exactly one `done` or `error`.",
-        "oneOf": [ref(f"{kind.title()}Event") for kind in EVENTS],
-        "discriminator": {
-            "propertyName": "type",
-            "mapping": {kind: f"#/components/schemas/{kind.title()}Event" for kind in EVENTS},
-        },
-    }
-    return schemas
+EVENTS = ("start", "delta", "segment", "done", "error")  # what SSE names in `event:` (pings are comments)
 
 
 def native_schemas(facts: Facts) -> dict[str, Schema]:
+    """Generated from the wire models, plus what depends on this app: its languages and limit."""
+    schemas = SchemaSet({"ErrorCode": error_code_schema()}).add(*NATIVE_MODELS).components
+    languages = sorted(facts.sources | facts.targets)
+    schemas["Language"] = {**schemas["Language"], "enum": languages}
+    schemas["SourceLanguage"] = language_schema("Language of `text`:", facts.sources, auto=True)
+    schemas["TargetLanguage"] = language_schema("Language to translate into:", facts.targets, auto=False)
+    text = schemas["TranslateRequest"]["properties"]["text"]
     limit = facts.max_input_chars
-    return {
-        "SourceLanguage": language_schema("Language of `text`:", facts.sources, auto=True),
-        "TargetLanguage": language_schema("Language to translate into:", facts.targets, auto=False),
-        "TranslateRequest": obj(
-            "A text to translate. Unknown fields are ignored.",
-            {
-                "text": prop(
-                    "string",
-                    f"The text, at most {limit} characters (413 `text_too_long` beyond). Long texts are "
-                    "split into sentences (segments), translated in order; the layout between them is kept.",
-                    minLength=1,
-                    maxLength=limit,
-                    pattern=r"\S",
-                ),
-                "source": ref("SourceLanguage"),
-                "target": ref("TargetLanguage"),
-                "max_new_tokens": prop(
-                    ["integer", "null"],
-                    "Most tokens to generate **per segment**, end-of-sentence included. Default: in "
-                    "proportion to the segment's source tokens (set by the model). Values above the "
-                    "model's limit (`max_new_tokens` in GET /v1/models) are capped to it.",
-                    minimum=1,
-                ),
-            },
-            optional=("source", "target", "max_new_tokens"),
-        ),
-        "FinishReason": prop(
-            "string",
-            "`stop`: the model ended the sentence. `length`: `max_new_tokens` was reached (the translation "
-            "may be cut short). `cancelled`: only on a `segment` event of a stream that then ends with an "
-            "`error` event.",
-            enum=["stop", "length", "cancelled"],
-        ),
-        "Usage": obj(
-            "Token counts, summed over segments (end-of-sentence tokens included).",
-            {
-                "input_tokens": prop("integer", "Source tokens.", minimum=0),
-                "output_tokens": prop("integer", "Generated tokens.", minimum=0),
-            },
-        ),
-        "Timings": obj(
-            "Milliseconds per stage, summed over segments (3 decimals). For a cache hit the stages are 0 and "
-            "`ttft_ms` = `total_ms` = the replay time.",
-            {
-                "queue_ms": prop("number", "Waiting for a place in the batch."),
-                "ttft_ms": prop("number", "Arrival to the first generated token."),
-                "total_ms": prop("number", "Arrival to the last token."),
-                "tokenize_ms": prop("number", "Splitting and tokenizing the text."),
-                "encode_ms": prop("number", "Running the encoder."),
-                "decode_ms": prop("number", "Decoder steps."),
-                "detokenize_ms": prop("number", "Turning tokens into text."),
-            },
-            additionalProperties={"type": "number"},
-        ),
-        "SegmentSpan": obj("Where a segment is in the source text.", span_properties()),
-        "SegmentResult": obj("One segment's translation.", segment_properties()),
-        "TranslateResponse": obj(
-            "A finished translation.",
-            {
-                **result_properties(),
-                "source": prop(
-                    "string", "Source language, resolved (never `auto`).", enum=list(LANGUAGE_ALIASES)
-                ),
-                "target": prop("string", "Target language.", enum=list(LANGUAGE_ALIASES)),
-                "segments": array(ref("SegmentResult"), "Per-segment results, in order."),
-                "id": prop("string", "The request id (also the `X-Request-ID` header; find it in the logs)."),
-            },
-        ),
-        **event_schemas(),
-        "ErrorCode": error_code_schema(),
-        "ErrorResponse": obj(
-            "liuyi's error body (native endpoints).",
-            {
-                "error": obj(
-                    "The error.",
-                    {
-                        "code": ref("ErrorCode"),
-                        "message": prop("string", "What went wrong, for people."),
-                        "param": prop("string", "The request field or header at fault, when there is one."),
-                        "limit": prop("integer", "`body_too_large` (bytes), `text_too_long` (characters)."),
-                        "length": prop("integer", "`text_too_long`: the length sent."),
-                        "retry_after": prop("integer", "`overloaded`: seconds to wait (also `Retry-After`)."),
-                    },
-                    optional=("param", "limit", "length", "retry_after"),
-                )
-            },
-        ),
-        "Model": obj(
-            "A loaded model bundle (one per translation direction).",
-            {
-                "id": prop("string", "Bundle name: the `model` of responses and events."),
-                "object": {"const": "model"},
-                "owned_by": {"const": "liuyi"},
-                "aliases": array({"type": "string"}, "Other names (e.g. for OpenAI clients' `model`)."),
-                "source": prop("string", "Source language.", enum=list(LANGUAGE_ALIASES)),
-                "target": prop("string", "Target language.", enum=list(LANGUAGE_ALIASES)),
-                "direction": prop("string", "`<source>-<target>`."),
-                "family": prop("string", "Architecture, informational (`marian`, `gru-seq2seq`, ...)."),
-                "quantization": prop(["string", "null"], "null (float32) or `int8`."),
-                "license": prop("string", "License of the weights (SPDX id or short name)."),
-                "attribution": prop("string", "Who made the weights and where they come from."),
-                "max_input_chars": prop("integer", "Longest `text` accepted, in characters."),
-                "max_new_tokens": prop(
-                    "integer", "Most tokens generated per segment (caps `max_new_tokens`)."
-                ),
-            },
-        ),
-        "ModelList": obj(
-            "The loaded models.",
-            {"object": {"const": "list"}, "data": array(ref("Model"), "One per direction.")},
-        ),
-        "Health": obj("The process is up.", {"status": {"const": "ok"}}),
-        "Readiness": obj(
-            "Whether the server takes translations.",
-            {
-                "status": prop(
-                    "string",
-                    "`starting` (loading, warming up) and `draining` come with 503.",
-                    enum=["ready", "starting", "draining"],
-                ),
-                "models": array({"type": "string"}, "Bundle names, when ready."),
-            },
-            optional=("models",),
-        ),
-    }
+    text["description"] = f"At most {limit} characters (413 `text_too_long` beyond). {text['description']}"
+    text["maxLength"] = limit
+    return schemas
 
 
 # ---------------------------------------------------------------------------------------------
@@ -479,7 +267,7 @@ def stream_response(facts: Facts, *, ndjson: bool) -> Schema:
             "counting from 0 at `start`; heartbeats are comment lines (`: ping - <time>`).",
             json_text(ref("StreamEvent")),
             id=prop("string", "The event's index in the stream, from 0.", pattern="^[0-9]+$"),
-            event=prop("string", "The `type` of `data`.", enum=[kind for kind in EVENTS if kind != "ping"]),
+            event=prop("string", "The `type` of `data`.", enum=list(EVENTS)),
         ),
         "example": sse_example(facts.model),
     }
