@@ -23,6 +23,7 @@ from ._http import (
 from ._service import TranslateRequest, TranslationService
 from ._settings import Settings
 from ._streaming import ndjson_response, sse_response
+from ._wire import Health, Model, ModelList, Readiness
 
 
 def translate_request(fields: Mapping[str, Any], *, from_query: bool = False) -> TranslateRequest:
@@ -112,7 +113,7 @@ def last_event_id(request: Request) -> int:
 async def models(request: Request) -> Response:
     service, settings = services(request)
     check_api_key(request, settings)
-    data = []
+    data: list[Model] = []
     for bundle in service.registry.routes:  # a multilingual bundle once per direction
         m = bundle.manifest
         data.append(
@@ -132,21 +133,23 @@ async def models(request: Request) -> Response:
                 "max_new_tokens": m.limits.max_target_tokens,
             }
         )
-    return JSONResponse({"object": "list", "data": data})
+    reply: ModelList = {"object": "list", "data": data}
+    return JSONResponse(reply)
 
 
 async def healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
+    alive: Health = {"status": "ok"}
+    return JSONResponse(alive)
 
 
 async def readyz(request: Request) -> Response:
     lifecycle = request.app.state.lifecycle
+    readiness: Readiness
     if not lifecycle.ready:
-        status = "draining" if lifecycle.draining else "starting"
-        return JSONResponse({"status": status}, status_code=503)
-    return JSONResponse(
-        {"status": "ready", "models": [b.name for b in request.app.state.service.registry.bundles]}
-    )
+        readiness = {"status": "draining" if lifecycle.draining else "starting"}
+        return JSONResponse(readiness, status_code=503)
+    readiness = {"status": "ready", "models": [b.name for b in request.app.state.service.registry.bundles]}
+    return JSONResponse(readiness)
 
 
 async def metrics(request: Request) -> Response:

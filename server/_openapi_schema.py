@@ -20,7 +20,6 @@ Schema = dict[str, Any]
 JSON = "application/json"
 SSE = "text/event-stream"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-NOT_BLANK = r"\S"  # the servers refuse a text without a visible character (400 `empty_text`)
 # What clients may send for each language (decoding/_languages.py; case-insensitive, "_" == "-").
 LANGUAGE_ALIASES = {
     "zh": ("zh", "zh-CN", "zh-Hans", "zh-SG", "zh-TW", "zh-Hant", "zh-HK", "cmn", "zho", "chi", "chinese"),
@@ -63,14 +62,6 @@ def obj(
 
 def array(items: Schema, description: str, **extra: Any) -> Schema:
     return {"type": "array", "items": items, "description": description, **extra}
-
-
-def one_text_or_many(description: str) -> Schema:
-    """A text or a list of them (LibreTranslate's ``q``, DeepL's ``text``): a single text must not be
-    blank; blank items of a list come back as they were."""
-    items = {"type": "string"}
-    single = {**items, "pattern": NOT_BLANK}
-    return {"description": description, "anyOf": [single, {"type": "array", "items": items, "minItems": 1}]}
 
 
 def json_content(schema: Schema, **examples: Any) -> Schema:
@@ -119,8 +110,12 @@ def form_fields(schema: Schema) -> Schema:
             value = [kind for kind in value if kind != "null"]
         elif key == "enum":
             value = [item for item in value if item is not None]
-        elif key == "anyOf" and any(branch.get("type") == "array" for branch in value):
-            value = [{**b, "minItems": 2} if b.get("type") == "array" else b for b in value]
+        elif key == "anyOf":
+            value = [
+                {**b, "minItems": 2} if b.get("type") == "array" else form_fields(b)
+                for b in value
+                if b.get("type") != "null"
+            ]
         elif isinstance(value, dict):
             value = form_fields(value)
         result[key] = value

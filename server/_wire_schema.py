@@ -35,7 +35,7 @@ _SCALARS: dict[Any, str] = {
 class Doc:
     """What a field means, plus JSON Schema keywords its type cannot say."""
 
-    def __init__(self, text: str, **keywords: Any) -> None:
+    def __init__(self, text: str = "", **keywords: Any) -> None:
         self.text, self.keywords = text, keywords
 
 
@@ -97,7 +97,7 @@ class SchemaSet:
         schema = self.of(hint)
         for mark in marks:
             if isinstance(mark, Doc):
-                schema = {**schema, "description": mark.text, **mark.keywords}
+                schema = {**schema, **({"description": mark.text} if mark.text else {}), **mark.keywords}
             elif isinstance(mark, Named):
                 self.components[mark.name] = {**({"description": mark.text} if mark.text else {}), **schema}
                 schema = ref(mark.name)
