@@ -30,19 +30,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from decoding import Delta, Result, SegmentDone, SourceSegment, Timings
-
+from . import _wire_examples as examples
 from ._error_codes import markdown_table
-from ._events import (
-    WireEvent,
-    delta_event,
-    done_event,
-    dumps,
-    segment_event,
-    segment_spans,
-    start_event,
-    translate_response,
-)
 from ._openapi_compat import compat_paths, compat_schemas
 from ._openapi_schema import (
     JSON,
@@ -65,13 +54,8 @@ from ._openapi_schema import (
 )
 from ._settings import Settings
 from ._streaming import NDJSON, STREAM_HEADERS
-from ._wire import NATIVE_MODELS, TranslateResponse
+from ._wire import NATIVE_MODELS
 from ._wire_schema import SchemaSet
-
-EXAMPLE_TEXT = "我很好。"
-EXAMPLE_DELTAS = ("I'm", " very", " well", ".")  # what the bundled model streams for it
-EXAMPLE_TRANSLATION = "".join(EXAMPLE_DELTAS)
-EXAMPLE_REQUEST_ID = "b8a8e0ebe0c84e47"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,69 +81,6 @@ class Facts:
     @property
     def targets(self) -> frozenset[str]:
         return frozenset(target for _, target in self.directions)
-
-
-# ---------------------------------------------------------------------------------------------
-# Examples: one translation of 我很好。, from which every example body and stream is rendered.
-
-
-def example_events(model: str) -> list[WireEvent]:
-    """The events of the example translation, made by the server's own builders."""
-    end = len(EXAMPLE_TEXT)
-    segment = SegmentDone(
-        index=0,
-        start=0,
-        end=end,
-        translation=EXAMPLE_TRANSLATION,
-        input_tokens=5,
-        output_tokens=5,
-        finish_reason="stop",
-    )
-    timings = Timings(
-        queue_ms=0.234,
-        first_token_ms=1.146,
-        total_ms=3.249,
-        tokenize_ms=0.063,
-        encode_ms=0.277,
-        decode_ms=1.912,
-        detokenize_ms=0.061,
-    )
-    result = Result(
-        translation=EXAMPLE_TRANSLATION,
-        segments=(segment,),
-        input_tokens=5,
-        output_tokens=5,
-        unknown_source_chars=0,
-        finish_reason="stop",
-        timings=timings,
-    )
-    spans = segment_spans([SourceSegment(index=0, start=0, end=end, text=EXAMPLE_TEXT, separator="")])
-    start = start_event(
-        request_id=EXAMPLE_REQUEST_ID, model=model, source="zh", target="en", cached=False, segments=spans
-    )
-    deltas = [delta_event(Delta(text, None, i, 0)) for i, text in enumerate(EXAMPLE_DELTAS)]
-    return [start, *deltas, segment_event(segment), done_event(result, model=model, cached=False)]
-
-
-def example_response(model: str) -> TranslateResponse:
-    events = example_events(model)
-    segments = [{k: v for k, v in e.items() if k != "type"} for e in events if e["type"] == "segment"]
-    return translate_response(
-        events[-1], segments, source="zh", target="en", model=model, request_id=EXAMPLE_REQUEST_ID
-    )
-
-
-def ndjson_example(model: str) -> str:
-    events = example_events(model)
-    return "".join(dumps(e) + "\n" for e in [*events[:2], {"type": "ping"}, *events[2:]])
-
-
-def sse_example(model: str) -> str:
-    frames = [
-        f"id: {i}\nevent: {e['type']}\ndata: {dumps(e)}\n\n" for i, e in enumerate(example_events(model))
-    ]
-    frames.insert(2, ": ping - 2025-01-01 12:00:15.000000+00:00\n\n")
-    return "".join(frames)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,7 +171,7 @@ def query_parameters(request: Schema) -> list[Schema]:
             "in": "query",
             "required": name in request["required"],
             "schema": schema,
-            **({"example": EXAMPLE_TEXT} if name == "text" else {}),
+            **({"example": examples.TEXT} if name == "text" else {}),
         }
         for name, schema in request["properties"].items()
     ]
@@ -269,14 +190,14 @@ def stream_response(facts: Facts, *, ndjson: bool) -> Schema:
             id=prop("string", "The event's index in the stream, from 0.", pattern="^[0-9]+$"),
             event=prop("string", "The `type` of `data`.", enum=list(EVENTS)),
         ),
-        "example": sse_example(facts.model),
+        "example": examples.sse(facts.model),
     }
     content = {SSE: sse}
     if ndjson:
         content = {
             NDJSON: {
                 "schema": ref("StreamEvent", "Each line is one StreamEvent (JSON, UTF-8)."),
-                "example": ndjson_example(facts.model),
+                "example": examples.ndjson(facts.model),
             },
             **content,
         }
@@ -310,7 +231,7 @@ def native_paths(facts: Facts, request_schema: Schema) -> dict[str, Schema]:
         "required": True,
         "content": json_content(
             ref("TranslateRequest"),
-            simple={"text": EXAMPLE_TEXT},
+            simple={"text": examples.TEXT},
             options={"text": "你好。我很好。", "source": "zh-CN", "target": "en", "max_new_tokens": 64},
         ),
     }
@@ -329,7 +250,7 @@ def native_paths(facts: Facts, request_schema: Schema) -> dict[str, Schema]:
                         "The translation.",
                         ref("TranslateResponse"),
                         ("Server-Timing", "X-Request-ID"),
-                        example=example_response(facts.model),
+                        example=examples.translate_reply(facts.model),
                     ),
                     **error_refs("native", (*checks, 415, 504)),
                 },
@@ -472,7 +393,7 @@ def build_document(facts: Facts) -> Schema:
     schemas = native_schemas(facts)
     paths = {
         **native_paths(facts, schemas["TranslateRequest"]),
-        **compat_paths(facts.model, EXAMPLE_REQUEST_ID, EXAMPLE_TEXT, EXAMPLE_DELTAS),
+        **compat_paths(facts.model),
     }
     served = {
         path: {method: op for method, op in item.items() if (path, method.upper()) in facts.served}

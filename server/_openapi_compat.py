@@ -7,10 +7,9 @@ differs from the original service. Other fields of the original APIs are accepte
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
 
+from . import _wire_examples as examples
 from ._deepl import TARGETS as DEEPL_TARGETS
-from ._events import dumps
 from ._openai import AUTO_MODELS
 from ._openapi_schema import (
     SSE,
@@ -33,9 +32,7 @@ from ._wire_schema import SchemaSet
 VISIBLE = {"properties": {"text": {"pattern": NOT_BLANK}}}  # a text part with a visible character
 TRANSLATING = (400, 401, 413, 415, 500, 503, 504)  # what a translating endpoint can fail with
 READING = (400, 401, 413, 415)  # endpoints that read a body but translate nothing
-CREATED = 1767225600  # example timestamp
 OPEN: list[Schema] = []  # no key needed
-TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 CHAT_DESCRIPTION = """\
 For OpenAI clients (`base_url=http://host:8000/v1`). With `stream: true` the answer is server-sent \
 events: `data: <ChatCompletionChunk>` lines (the role, one per text delta, one with `finish_reason`, a \
@@ -73,48 +70,9 @@ def compat_schemas(
     return schemas
 
 
-def chat_stream_example(model: str, request_id: str, deltas: Sequence[str]) -> str:
-    common = {
-        "id": f"chatcmpl-{request_id}",
-        "object": "chat.completion.chunk",
-        "created": CREATED,
-        "model": model,
-        "system_fingerprint": None,
-    }
-
-    def chunk(delta: dict[str, str], reason: str | None = None) -> dict[str, Any]:
-        return {
-            **common,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}],
-        }
-
-    lines = [
-        chunk({"role": "assistant", "content": ""}),
-        *(chunk({"content": text}) for text in deltas),
-        chunk({}, "stop"),
-    ]
-    return "".join(f"data: {dumps(line)}\n\n" for line in lines) + "data: [DONE]\n\n"
-
-
-def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) -> dict[str, Schema]:
-    translation = "".join(deltas)
+def compat_paths(model: str) -> dict[str, Schema]:
+    text, translation = examples.TEXT, examples.TRANSLATION
     chat = {"model": "liuyi-zh-en", "messages": [{"role": "user", "content": text}]}
-    completion = {
-        "id": f"chatcmpl-{request_id}",
-        "object": "chat.completion",
-        "created": CREATED,
-        "model": model,
-        "system_fingerprint": None,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": translation, "refusal": None},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
-    }
     detected = {"confidence": 100.0, "language": "zh"}
     return {
         "/v1/chat/completions": {
@@ -128,7 +86,7 @@ def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) 
                         "description": "The completion (JSON), or its chunks (SSE) when `stream` is true.",
                         "headers": {"X-Request-ID": {"$ref": "#/components/headers/X-Request-ID"}},
                         "content": {
-                            **json_content(ref("ChatCompletion"), completion=completion),
+                            **json_content(ref("ChatCompletion"), completion=examples.chat_completion(model)),
                             SSE: {
                                 "schema": sse_event(
                                     "`data: <ChatCompletionChunk>` events, then `data: [DONE]` (or one "
@@ -147,7 +105,7 @@ def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) 
                                         ]
                                     },
                                 ),
-                                "example": chat_stream_example(model, request_id, deltas),
+                                "example": examples.chat_stream(model),
                             },
                         },
                     },

@@ -25,7 +25,7 @@ import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.responses import StreamingResponse
 
-from ._events import dumps
+from ._events import WireEvent, dumps
 from ._service import PreparedStream
 from ._settings import Settings
 
@@ -46,11 +46,20 @@ class EventStream(EventSourceResponse):
         await anyio.sleep_forever()
 
 
+def ndjson_line(event: WireEvent) -> bytes:
+    return (dumps(event) + "\n").encode()
+
+
+def sse_message(event: WireEvent, index: int) -> ServerSentEvent:
+    """``event:`` the type, ``id:`` the index in the stream, ``data:`` the event's JSON."""
+    return ServerSentEvent(data=dumps(event), event=event["type"], id=str(index))
+
+
 def ndjson_response(prepared: PreparedStream) -> StreamingResponse:
     async def lines() -> AsyncIterator[bytes]:
         async with aclosing(prepared.events()) as events:  # the translation stops when the client goes
             async for event in events:
-                yield (dumps(event) + "\n").encode()
+                yield ndjson_line(event)
 
     return StreamingResponse(lines(), media_type=NDJSON, headers=STREAM_HEADERS)
 
@@ -67,7 +76,7 @@ def sse_response(prepared: PreparedStream, settings: Settings, resume_after: int
                 if event["type"] == "ping":
                     continue  # SSE heartbeats are comment lines sent by EventSourceResponse itself
                 if index > resume_after:
-                    yield ServerSentEvent(data=dumps(event), event=event["type"], id=str(index))
+                    yield sse_message(event, index)
                 index += 1
 
     return EventStream(messages(), settings)
