@@ -157,3 +157,35 @@ def check_api_key(request: Request, settings: Settings, body_key: str | None = N
     given = key.encode("utf-8", "surrogatepass")
     if not any(hmac.compare_digest(given, allowed.encode()) for allowed in settings.api_keys):
         raise Unauthorized("the API key is not valid", code=ErrorCode.INVALID_API_KEY)
+
+
+# How the OpenAPI document names the places ``presented_key`` reads a key from.
+SCHEMES = {
+    "bearerAuth": {"type": "http", "scheme": "bearer", "description": "`Authorization: Bearer <key>`."},
+    "apiKeyHeader": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+        "description": "`X-API-Key: <key>`.",
+    },
+    "apiKeyQuery": {
+        "type": "apiKey",
+        "in": "query",
+        "name": "api_key",
+        "description": "`?api_key=<key>`, for clients that cannot set headers (a browser's `EventSource`). "
+        "URLs end up in logs: prefer a header.",
+    },
+    "deeplAuthKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": "`Authorization: DeepL-Auth-Key <key>`, as DeepL clients send it.",
+    },
+}
+
+
+def security(settings: Settings) -> list[dict[str, list[str]]]:
+    """Any scheme works on any secured endpoint; with no keys configured, none is needed (``{}``)."""
+    anonymous: list[dict[str, list[str]]] = [] if settings.auth_required else [{}]
+    schemes: list[dict[str, list[str]]] = [{name: []} for name in SCHEMES]
+    return schemes + anonymous

@@ -32,16 +32,13 @@ from starlette.routing import BaseRoute, Route
 
 from . import _wire_examples as examples
 from ._error_codes import markdown_table
+from ._http import SCHEMES, security
 from ._openapi_compat import compat_paths, compat_schemas
 from ._openapi_schema import (
     JSON,
     LANGUAGE_ALIASES,
-    SCHEMES,
     SSE,
     Schema,
-    error_code_schema,
-    error_components,
-    error_refs,
     header_ref,
     json_content,
     json_response,
@@ -49,12 +46,12 @@ from ._openapi_schema import (
     operation,
     prop,
     ref,
-    security,
     sse_event,
 )
 from ._settings import Settings
 from ._streaming import NDJSON, STREAM_HEADERS
 from ._wire import NATIVE_MODELS
+from ._wire_errors import error_code_schema, error_components, error_refs
 from ._wire_schema import SchemaSet
 
 

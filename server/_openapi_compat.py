@@ -15,7 +15,6 @@ from ._openapi_schema import (
     SSE,
     Schema,
     array,
-    error_refs,
     fields_body,
     form_fields,
     json_content,
@@ -27,6 +26,7 @@ from ._openapi_schema import (
     sse_event,
 )
 from ._wire_compat import COMPAT_MODELS, NOT_BLANK
+from ._wire_errors import error_refs
 from ._wire_schema import SchemaSet
 
 VISIBLE = {"properties": {"text": {"pattern": NOT_BLANK}}}  # a text part with a visible character
