@@ -75,6 +75,10 @@ def target_language(body: Mapping[str, Any]) -> str:
 
 
 async def translate(request: Request) -> Response:
+    """Translate, DeepL-style
+
+    For DeepL clients (`server_url=http://host:8000`).
+    """
     service, settings = services(request)
     body = await read_fields(request, settings)
     check_api_key(request, settings, body_key=key_field(body, "auth_key"))
@@ -140,6 +144,10 @@ def languages_of(bundles: list[Bundle], kind: str) -> list[dict[str, Any]]:
 
 
 async def languages(request: Request) -> Response:
+    """Languages (DeepL)
+
+    `type` (query or body): `source` (default) or `target`.
+    """
     service, settings = services(request)
     params = await parameters(request)
     check_api_key(request, settings, body_key=key_field(params, "auth_key"))
@@ -147,6 +155,10 @@ async def languages(request: Request) -> Response:
 
 
 async def usage(request: Request) -> Response:
+    """Usage (DeepL)
+
+    Characters translated through this API.
+    """
     _, settings = services(request)
     params = await parameters(request)
     check_api_key(request, settings, body_key=key_field(params, "auth_key"))

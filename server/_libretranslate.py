@@ -42,6 +42,11 @@ def detected(result: Translated) -> dict[str, Any]:
 
 
 async def translate(request: Request) -> Response:
+    """Translate, LibreTranslate-style
+
+    `q` may be a list; `format: html` keeps the markup. With `source: auto`, a text already in the
+    target language comes back unchanged.
+    """
     service, settings = services(request)
     body = await read_fields(request, settings)
     check_api_key(request, settings, body_key=key_field(body, "api_key"))
@@ -80,6 +85,10 @@ def _alternatives(body: Mapping[str, Any]) -> int:
 
 
 async def detect(request: Request) -> Response:
+    """Detect the language
+
+    Han characters vs Latin letters; `confidence` is 0-100.
+    """
     _, settings = services(request)
     body = await read_fields(request, settings)
     check_api_key(request, settings, body_key=key_field(body, "api_key"))
@@ -100,12 +109,19 @@ def languages_of(bundles: list[Bundle]) -> list[dict[str, Any]]:
 
 
 async def languages(request: Request) -> Response:
+    """Languages (LibreTranslate)
+
+    One entry per source language of the loaded models.
+    """
     service, _ = services(request)
     return JSONResponse(languages_of(service.registry.routes))
 
 
 async def frontend_settings(request: Request) -> Response:
-    """What LibreTranslate's web page reads at start-up (some clients read it to learn the limits)."""
+    """Settings for LibreTranslate's web page
+
+    Some clients read it to learn the limits.
+    """
     service, settings = services(request)
     first = service.registry.bundles[0].manifest.target_lang if service.registry.bundles else "en"
     return JSONResponse(

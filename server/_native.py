@@ -57,6 +57,10 @@ def server_timing(done: WireEvent) -> str:
 
 
 async def translate(request: Request) -> Response:
+    """Translate a text
+
+    Translate and answer when done: the same work as the stream, collected.
+    """
     service, settings = services(request)
     check_api_key(request, settings)
     body = await read_json_object(request, settings)
@@ -74,8 +78,25 @@ async def translate(request: Request) -> Response:
 
 
 async def translate_stream(request: Request) -> Response:
-    """POST: NDJSON, or SSE with ``Accept: text/event-stream``. GET (the browser's EventSource): the
-    fields are query parameters and the answer is always SSE."""
+    """Stream a translation (NDJSON or SSE)
+
+    Events: `start`, then `delta` (new text), `segment` (a sentence finished) and `ping` (heartbeat)
+    events, then exactly one `done` or `error`. Checks (auth, body, languages, capacity) happen before
+    the first byte and fail with a status and a JSON error body; later failures are the final `error`
+    event.
+
+    Formats:
+    - **NDJSON** (`application/x-ndjson`, POST without `Accept: text/event-stream`): one JSON object
+      per line.
+    - **SSE** (`text/event-stream`, POST with `Accept: text/event-stream`, and always for GET):
+      `event: <type>`, `id: <n>`, `data: <json>`; heartbeats are comment lines.
+
+    **Resuming** (SSE): send `Last-Event-ID: <n>` (browsers' `EventSource` does it when it
+    reconnects): the same stream is produced again — replayed from the cache, or decoded again
+    deterministically — and events with ids up to `n` are skipped.
+
+    Behind nginx, the `X-Accel-Buffering: no` header keeps events from being buffered.
+    """
     service, settings = services(request)
     check_api_key(request, settings)
     if request.method == "GET":
@@ -111,6 +132,10 @@ def last_event_id(request: Request) -> int:
 
 
 async def models(request: Request) -> Response:
+    """The loaded models
+
+    One model bundle per translation direction.
+    """
     service, settings = services(request)
     check_api_key(request, settings)
     data: list[Model] = []
@@ -138,11 +163,20 @@ async def models(request: Request) -> Response:
 
 
 async def healthz(request: Request) -> Response:
+    """Liveness
+
+    200 while the process runs (a liveness probe).
+    """
     alive: Health = {"status": "ok"}
     return JSONResponse(alive)
 
 
 async def readyz(request: Request) -> Response:
+    """Readiness
+
+    200 once the models are loaded and warmed up; 503 while starting, or draining before shutdown
+    (a readiness probe, or a load balancer's health check).
+    """
     lifecycle = request.app.state.lifecycle
     readiness: Readiness
     if not lifecycle.ready:
@@ -153,6 +187,10 @@ async def readyz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
+    """Prometheus metrics
+
+    Text exposition format.
+    """
     registry = request.app.state.metrics
     return Response(registry.render(), media_type=registry.CONTENT_TYPE)
 

@@ -148,6 +148,14 @@ def usage(done: WireEvent) -> ChatUsage:
 
 
 async def chat_completions(request: Request) -> Response:
+    """Translate, as an OpenAI chat completion
+
+    For OpenAI clients (`base_url=http://host:8000/v1`). With `stream: true` the answer is
+    server-sent events: `data: <ChatCompletionChunk>` lines (the role, one per text delta, one with
+    `finish_reason`, a usage chunk with `stream_options.include_usage`), then `data: [DONE]`. An error
+    after the first byte is one `data: <OpenAIErrorResponse>` line, and the stream ends *without*
+    `[DONE]`, as OpenAI's API does.
+    """
     service, settings = services(request)
     check_api_key(request, settings)
     chat = chat_request(await read_json_object(request, settings), service.registry)

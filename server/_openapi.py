@@ -22,14 +22,16 @@ Deliberate choices — read before "fixing":
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from . import _native as native
 from . import _wire_examples as examples
 from ._error_codes import markdown_table
 from ._http import SCHEMES, security
@@ -205,50 +207,26 @@ def stream_response(facts: Facts, *, ndjson: bool) -> Schema:
     }
 
 
-STREAM_DESCRIPTION = """\
-Events: `start`, then `delta` (new text), `segment` (a sentence finished) and `ping` (heartbeat) events, \
-then exactly one `done` or `error`. Checks (auth, body, languages, capacity) happen before the first byte \
-and fail with a status and a JSON error body; later failures are the final `error` event.
-
-Formats:
-- **NDJSON** (`application/x-ndjson`, POST without `Accept: text/event-stream`): one JSON object per line.
-- **SSE** (`text/event-stream`, POST with `Accept: text/event-stream`, and always for GET): \
-`event: <type>`, `id: <n>`, `data: <json>`; heartbeats are comment lines.
-
-**Resuming** (SSE): send `Last-Event-ID: <n>` (browsers' `EventSource` does it when it reconnects): the \
-same stream is produced again — replayed from the cache, or decoded again deterministically — and events \
-with ids up to `n` are skipped.
-
-Behind nginx, the `X-Accel-Buffering: no` header keeps events from being buffered."""
-
-
 def native_paths(facts: Facts, request_schema: Schema) -> dict[str, Schema]:
     checks = (400, 401, 413, 500, 503)  # what can fail before a stream's first byte
+    options = {"text": "你好。我很好。", "source": "zh-CN", "target": "en", "max_new_tokens": 64}
     body = {
         "required": True,
-        "content": json_content(
-            ref("TranslateRequest"),
-            simple={"text": examples.TEXT},
-            options={"text": "你好。我很好。", "source": "zh-CN", "target": "en", "max_new_tokens": 64},
-        ),
+        "content": json_content(ref("TranslateRequest"), simple={"text": examples.TEXT}, options=options),
     }
     last_event_id = {"$ref": "#/components/parameters/LastEventId"}
     ready = {"status": "ready", "models": [name for name, _ in facts.models]}
-    metrics = {"description": "The metrics.", "content": {"text/plain": {"schema": {"type": "string"}}}}
+    metrics_text = {"description": "The metrics.", "content": {"text/plain": {"schema": {"type": "string"}}}}
+    reply = examples.translate_reply(facts.model)
+    timed = ("Server-Timing", "X-Request-ID")
     return {
         "/v1/translate": {
             "post": operation(
                 "translation",
                 "translate",
-                "Translate a text",
-                "Translate and answer when done: the same work as the stream, collected.",
+                native.translate,
                 {
-                    "200": json_response(
-                        "The translation.",
-                        ref("TranslateResponse"),
-                        ("Server-Timing", "X-Request-ID"),
-                        example=examples.translate_reply(facts.model),
-                    ),
+                    "200": json_response("The translation.", ref("TranslateResponse"), timed, example=reply),
                     **error_refs("native", (*checks, 415, 504)),
                 },
                 requestBody=body,
@@ -258,72 +236,58 @@ def native_paths(facts: Facts, request_schema: Schema) -> dict[str, Schema]:
             "get": operation(
                 "translation",
                 "translateStreamGet",
-                "Stream a translation (SSE, for EventSource)",
-                "For the browser's `EventSource`: the fields of TranslateRequest are query parameters, the "
-                "API key (if any) is `api_key`, and the response is always SSE.\n\n" + STREAM_DESCRIPTION,
+                native.translate_stream,
                 {"200": stream_response(facts, ndjson=False), **error_refs("native", checks)},
+                summary="Stream a translation (SSE, for EventSource)",
+                preface="For the browser's `EventSource`: the fields of TranslateRequest are query "
+                "parameters, the API key (if any) is `api_key`, and the response is always SSE.\n\n",
                 parameters=[*query_parameters(request_schema), last_event_id],
             ),
             "post": operation(
                 "translation",
                 "translateStream",
-                "Stream a translation (NDJSON or SSE)",
-                STREAM_DESCRIPTION,
+                native.translate_stream,
                 {"200": stream_response(facts, ndjson=True), **error_refs("native", (*checks, 415))},
                 parameters=[last_event_id],
                 requestBody=body,
             ),
         },
         "/v1/models": open_get(
-            "models",
-            "listModels",
-            "The loaded models",
-            "One model bundle per translation direction.",
-            json_response("The models.", ref("ModelList")),
+            "models", "listModels", native.models, json_response("The models.", ref("ModelList"))
         ),
         "/healthz": open_get(
             "operations",
             "healthz",
-            "Liveness",
-            "200 while the process runs (a liveness probe).",
+            native.healthz,
             json_response("Alive.", ref("Health"), ok={"status": "ok"}),
         ),
         "/readyz": open_get(
             "operations",
             "readyz",
-            "Readiness",
-            "200 once the models are loaded and warmed up; 503 while starting, or draining before shutdown "
-            "(a readiness probe, or a load balancer's health check).",
+            native.readyz,
             json_response("Ready.", ref("Readiness"), ready=ready),
-            json_response(
-                "Not ready (this body, no error body, no Retry-After).",
-                ref("Readiness"),
-                draining={"status": "draining"},
-            ),
+            {
+                "503": json_response(
+                    "Not ready (this body, no error body, no Retry-After).",
+                    ref("Readiness"),
+                    draining={"status": "draining"},
+                )
+            },
         ),
         "/metrics": open_get(
-            "operations",
-            "metrics",
-            "Prometheus metrics",
-            "Text exposition format.\n\n" + metrics_table(facts),
-            metrics,
+            "operations", "metrics", native.metrics, metrics_text, appendix="\n\n" + metrics_table(facts)
         ),
         "/openapi.json": open_get(
-            "operations",
-            "openapi",
-            "This document",
-            "The OpenAPI 3.1 description of this server.",
-            json_response("The document.", {"type": "object"}),
+            "operations", "openapi", openapi, json_response("The document.", {"type": "object"})
         ),
     }
 
 
 def open_get(
-    tag: str, op_id: str, summary: str, description: str, ok: Schema, not_ready: Schema | None = None
+    tag: str, op_id: str, handler: Callable[..., Any], ok: Schema, more: Schema | None = None, **extra: Any
 ) -> Schema:
     """A GET that needs no key."""
-    responses = {"200": ok, **({"503": not_ready} if not_ready else {})}
-    return {"get": operation(tag, op_id, summary, description, responses, security=[])}
+    return {"get": operation(tag, op_id, handler, {"200": ok, **(more or {})}, security=[], **extra)}
 
 
 def metrics_table(facts: Facts) -> str:
@@ -453,6 +417,10 @@ def served_operations(routes: Sequence[BaseRoute]) -> frozenset[tuple[str, str]]
 
 
 async def openapi(request: Request) -> Response:
+    """This document
+
+    The OpenAPI 3.1 description of this server.
+    """
     body: bytes | None = getattr(request.app.state, "openapi_document", None)
     if body is None:  # the first request of this app: build it once
         body = json.dumps(build_document(facts_of(request)), ensure_ascii=False).encode()

@@ -6,8 +6,12 @@ differs from the original service. Other fields of the original APIs are accepte
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
+from . import _deepl as deepl
+from . import _libretranslate as libre
+from . import _openai
 from . import _wire_examples as examples
 from ._deepl import TARGETS as DEEPL_TARGETS
 from ._openai import AUTO_MODELS
@@ -33,11 +37,6 @@ VISIBLE = {"properties": {"text": {"pattern": NOT_BLANK}}}  # a text part with a
 TRANSLATING = (400, 401, 413, 415, 500, 503, 504)  # what a translating endpoint can fail with
 READING = (400, 401, 413, 415)  # endpoints that read a body but translate nothing
 OPEN: list[Schema] = []  # no key needed
-CHAT_DESCRIPTION = """\
-For OpenAI clients (`base_url=http://host:8000/v1`). With `stream: true` the answer is server-sent \
-events: `data: <ChatCompletionChunk>` lines (the role, one per text delta, one with `finish_reason`, a \
-usage chunk with `stream_options.include_usage`), then `data: [DONE]`. An error after the first byte is \
-one `data: <OpenAIErrorResponse>` line, and the stream ends *without* `[DONE]`, as OpenAI's API does."""
 
 
 def compat_schemas(
@@ -74,43 +73,51 @@ def compat_paths(model: str) -> dict[str, Schema]:
     text, translation = examples.TEXT, examples.TRANSLATION
     chat = {"model": "liuyi-zh-en", "messages": [{"role": "user", "content": text}]}
     detected = {"confidence": 100.0, "language": "zh"}
+    chat_data = {
+        "anyOf": [
+            {"const": "[DONE]"},
+            json_text({"anyOf": [ref("ChatCompletionChunk"), ref("OpenAIErrorResponse")]}),
+        ]
+    }
+    chat_sse = sse_event(
+        "`data: <ChatCompletionChunk>` events, then `data: [DONE]` (or one `data: <OpenAIErrorResponse>` "
+        "after a failure).",
+        chat_data,
+    )
+    chat_ok = {
+        "description": "The completion (JSON), or its chunks (SSE) when `stream` is true.",
+        "headers": {"X-Request-ID": {"$ref": "#/components/headers/X-Request-ID"}},
+        "content": {
+            **json_content(ref("ChatCompletion"), completion=examples.chat_completion(model)),
+            SSE: {"schema": chat_sse, "example": examples.chat_stream(model)},
+        },
+    }
+    libre_ok = json_response(
+        "The translation(s).",
+        ref("LibreTranslateResponse"),
+        one={"translatedText": translation},
+        auto={"translatedText": [translation], "detectedLanguage": [detected]},
+    )
+    libre_body = fields_body(
+        ref("LibreTranslateRequest"),
+        ref("LibreTranslateForm"),
+        one={"q": text, "source": "zh", "target": "en"},
+        auto={"q": [text], "source": "auto", "target": "en"},
+        html={"q": f"<p>{text}</p>", "target": "en", "format": "html"},
+    )
+    deepl_reply = {
+        "translations": [{"detected_source_language": "ZH", "text": translation, "billed_characters": 4}]
+    }
+    deepl_body = fields_body(
+        ref("DeepLTranslateRequest"), ref("DeepLTranslateForm"), en={"text": [text], "target_lang": "EN-US"}
+    )
     return {
         "/v1/chat/completions": {
             "post": operation(
                 "openai",
                 "chatCompletions",
-                "Translate, as an OpenAI chat completion",
-                CHAT_DESCRIPTION,
-                {
-                    "200": {
-                        "description": "The completion (JSON), or its chunks (SSE) when `stream` is true.",
-                        "headers": {"X-Request-ID": {"$ref": "#/components/headers/X-Request-ID"}},
-                        "content": {
-                            **json_content(ref("ChatCompletion"), completion=examples.chat_completion(model)),
-                            SSE: {
-                                "schema": sse_event(
-                                    "`data: <ChatCompletionChunk>` events, then `data: [DONE]` (or one "
-                                    "`data: <OpenAIErrorResponse>` after a failure).",
-                                    {
-                                        "anyOf": [
-                                            {"const": "[DONE]"},
-                                            json_text(
-                                                {
-                                                    "anyOf": [
-                                                        ref("ChatCompletionChunk"),
-                                                        ref("OpenAIErrorResponse"),
-                                                    ]
-                                                }
-                                            ),
-                                        ]
-                                    },
-                                ),
-                                "example": examples.chat_stream(model),
-                            },
-                        },
-                    },
-                    **error_refs("openai", (*TRANSLATING, 404)),
-                },
+                _openai.chat_completions,
+                {"200": chat_ok, **error_refs("openai", (*TRANSLATING, 404))},
                 requestBody={
                     "required": True,
                     "content": json_content(
@@ -123,33 +130,16 @@ def compat_paths(model: str) -> dict[str, Schema]:
             "post": operation(
                 "libretranslate",
                 "libreTranslate",
-                "Translate, LibreTranslate-style",
-                "`q` may be a list; `format: html` keeps the markup. With `source: auto`, a text already "
-                "in the target language comes back unchanged.",
-                {
-                    "200": json_response(
-                        "The translation(s).",
-                        ref("LibreTranslateResponse"),
-                        one={"translatedText": translation},
-                        auto={"translatedText": [translation], "detectedLanguage": [detected]},
-                    ),
-                    **error_refs("libretranslate", TRANSLATING),
-                },
-                requestBody=fields_body(
-                    ref("LibreTranslateRequest"),
-                    ref("LibreTranslateForm"),
-                    one={"q": text, "source": "zh", "target": "en"},
-                    auto={"q": [text], "source": "auto", "target": "en"},
-                    html={"q": f"<p>{text}</p>", "target": "en", "format": "html"},
-                ),
+                libre.translate,
+                {"200": libre_ok, **error_refs("libretranslate", TRANSLATING)},
+                requestBody=libre_body,
             )
         },
         "/detect": {
             "post": operation(
                 "libretranslate",
                 "libreDetect",
-                "Detect the language",
-                "Han characters vs Latin letters; `confidence` is 0-100.",
+                libre.detect,
                 {
                     "200": json_response("One guess.", array(ref("Detection"), "The guess."), zh=[detected]),
                     **error_refs("libretranslate", READING),
@@ -161,8 +151,7 @@ def compat_paths(model: str) -> dict[str, Schema]:
             "get": operation(
                 "libretranslate",
                 "libreLanguages",
-                "Languages (LibreTranslate)",
-                "One entry per source language of the loaded models.",
+                libre.languages,
                 {"200": json_response("The languages.", array(ref("LibreTranslateLanguage"), "Languages."))},
                 security=OPEN,
             )
@@ -171,8 +160,7 @@ def compat_paths(model: str) -> dict[str, Schema]:
             "get": operation(
                 "libretranslate",
                 "libreFrontendSettings",
-                "Settings for LibreTranslate's web page",
-                "Some clients read it to learn the limits.",
+                libre.frontend_settings,
                 {"200": json_response("The settings.", ref("FrontendSettings"))},
                 security=OPEN,
             )
@@ -181,45 +169,22 @@ def compat_paths(model: str) -> dict[str, Schema]:
             "post": operation(
                 "deepl",
                 "deeplTranslate",
-                "Translate, DeepL-style",
-                "For DeepL clients (`server_url=http://host:8000`).",
+                deepl.translate,
                 {
-                    "200": json_response(
-                        "The translations.",
-                        ref("DeepLTranslateResponse"),
-                        en={
-                            "translations": [
-                                {
-                                    "detected_source_language": "ZH",
-                                    "text": translation,
-                                    "billed_characters": 4,
-                                }
-                            ]
-                        },
-                    ),
+                    "200": json_response("The translations.", ref("DeepLTranslateResponse"), en=deepl_reply),
                     **error_refs("deepl", TRANSLATING),
                 },
-                requestBody=fields_body(
-                    ref("DeepLTranslateRequest"),
-                    ref("DeepLTranslateForm"),
-                    en={"text": [text], "target_lang": "EN-US"},
-                ),
+                requestBody=deepl_body,
             )
         },
         "/v2/languages": deepl_reads(
-            "deeplLanguages",
-            "Languages (DeepL)",
-            "`type` (query or body): `source` (default) or `target`.",
-            array(ref("DeepLLanguage"), "Languages."),
-            kind=True,
+            "deeplLanguages", deepl.languages, array(ref("DeepLLanguage"), "Languages."), kind=True
         ),
-        "/v2/usage": deepl_reads(
-            "deeplUsage", "Usage (DeepL)", "Characters translated through this API.", ref("DeepLUsage")
-        ),
+        "/v2/usage": deepl_reads("deeplUsage", deepl.usage, ref("DeepLUsage")),
     }
 
 
-def deepl_reads(op_id: str, summary: str, description: str, schema: Schema, *, kind: bool = False) -> Schema:
+def deepl_reads(op_id: str, handler: Callable[..., Any], schema: Schema, *, kind: bool = False) -> Schema:
     """/v2/languages and /v2/usage: GET or POST, parameters in the query or in a body."""
     names: dict[str, Schema] = {"auth_key": {"type": "string", "description": "Legacy way to send the key."}}
     if kind:
@@ -227,14 +192,10 @@ def deepl_reads(op_id: str, summary: str, description: str, schema: Schema, *, k
     parameters = [{"name": name, "in": "query", "schema": value} for name, value in names.items()]
     fields = {"type": "object", "properties": names}
     responses = {"200": json_response("The answer.", schema), **error_refs("deepl", READING)}
-    get = operation("deepl", op_id, summary, description, responses, parameters=parameters)
-    post = operation(
-        "deepl",
-        f"{op_id}Post",
-        summary,
-        description,
-        responses,
-        parameters=parameters,
-        requestBody={"required": False, "content": fields_body(fields)["content"]},
-    )
-    return {"get": get, "post": post}
+    body = {"required": False, "content": fields_body(fields)["content"]}
+    return {
+        "get": operation("deepl", op_id, handler, responses, parameters=parameters),
+        "post": operation(
+            "deepl", f"{op_id}Post", handler, responses, parameters=parameters, requestBody=body
+        ),
+    }

@@ -4,7 +4,8 @@ operations — and the languages clients may name."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+import inspect
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 Schema = dict[str, Any]
@@ -100,14 +101,35 @@ def form_fields(schema: Schema) -> Schema:
     return result
 
 
+def unwrapped(docstring: str) -> str:
+    """A docstring's hard-wrapped lines joined, keeping paragraphs and ``- `` list items apart."""
+    lines: list[str] = []
+    for line in docstring.splitlines():
+        line = line.strip()
+        if lines and lines[-1] and line and not line.startswith("- "):
+            lines[-1] += " " + line
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
 def operation(
-    tag: str, op_id: str, summary: str, description: str, responses: Schema, **extra: Any
+    tag: str,
+    op_id: str,
+    handler: Callable[..., Any],
+    responses: Schema,
+    *,
+    preface: str = "",
+    appendix: str = "",
+    **extra: Any,
 ) -> Schema:
+    """An operation whose summary and description are its route's docstring (first line, rest)."""
+    summary, _, description = unwrapped(inspect.cleandoc(handler.__doc__ or "")).partition("\n\n")
     return {
         "tags": [tag],
         "operationId": op_id,
-        "summary": summary,
-        "description": description,
+        "summary": extra.pop("summary", summary),
+        "description": preface + description + appendix,
         **extra,
         "responses": responses,
     }
