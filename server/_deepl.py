@@ -20,6 +20,7 @@ Choices where DeepL's behaviour does not carry over:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -74,14 +75,18 @@ def target_language(body: Mapping[str, Any]) -> str:
     return TARGETS[code]
 
 
-async def translate(request: Request) -> Response:
-    """Translate, DeepL-style
+@dataclass(frozen=True, slots=True)
+class DeepLRequest:
+    """A DeepL translate request, parsed."""
 
-    For DeepL clients (`server_url=http://host:8000`).
-    """
-    service, settings = services(request)
-    body = await read_fields(request, settings)
-    check_api_key(request, settings, body_key=key_field(body, "auth_key"))
+    texts: list[str]
+    target: str  # liuyi's code ("en", "zh")
+    source: str  # a code or "auto"
+    markup: bool  # tag_handling html or xml
+
+
+def deepl_request(body: Mapping[str, Any]) -> DeepLRequest:
+    """The one parser of DeepL's translate request (JSON, or form fields with ``text`` repeated)."""
     texts, _ = text_list(body, "text")
     target = target_language(body)
     source = optional_str(body, "source_lang") or "auto"
@@ -94,7 +99,20 @@ async def translate(request: Request) -> Response:
         raise BadRequest(
             "glossaries are not supported by liuyi", code=ErrorCode.INVALID_OPTION, param="glossary_id"
         )
-    results = await translate_texts(service, texts, source=source, target=target, markup=bool(tags))
+    return DeepLRequest(texts, target, source, markup=bool(tags))
+
+
+async def translate(request: Request) -> Response:
+    """Translate, DeepL-style
+
+    For DeepL clients (`server_url=http://host:8000`).
+    """
+    service, settings = services(request)
+    body = await read_fields(request, settings)
+    check_api_key(request, settings, body_key=key_field(body, "auth_key"))
+    req = deepl_request(body)
+    texts = req.texts
+    results = await translate_texts(service, texts, source=req.source, target=req.target, markup=req.markup)
     billed = [len(text) for text in texts]
     state = request.app.state
     state.deepl_characters = getattr(state, "deepl_characters", 0) + sum(billed)

@@ -15,6 +15,7 @@ by the app's one error handler. Where we differ, on purpose:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -41,6 +42,31 @@ def detected(result: Translated) -> dict[str, Any]:
     return {"confidence": percent(result.confidence), "language": result.source}
 
 
+@dataclass(frozen=True, slots=True)
+class LibreRequest:
+    """A LibreTranslate translate request, parsed."""
+
+    texts: list[str]
+    many: bool  # ``q`` was a list: so is the answer
+    source: str  # a code or "auto"
+    target: str
+    html: bool
+    alternatives: int
+
+
+def libre_request(body: Mapping[str, Any]) -> LibreRequest:
+    """The one parser of LibreTranslate's request (JSON or form fields)."""
+    texts, many = text_list(body, "q")
+    source = optional_str(body, "source", "auto") or "auto"
+    target = optional_str(body, "target")
+    if not target:
+        raise BadRequest("'target' is required: the language code to translate into", param="target")
+    kind = optional_str(body, "format", "text") or "text"
+    if kind not in ("text", "html"):
+        raise BadRequest(f"'format' must be 'text' or 'html' (got {kind!r})", param="format")
+    return LibreRequest(texts, many, source, target, html=kind == "html", alternatives=_alternatives(body))
+
+
 async def translate(request: Request) -> Response:
     """Translate, LibreTranslate-style
 
@@ -50,23 +76,15 @@ async def translate(request: Request) -> Response:
     service, settings = services(request)
     body = await read_fields(request, settings)
     check_api_key(request, settings, body_key=key_field(body, "api_key"))
-    texts, many = text_list(body, "q")
-    source = optional_str(body, "source", "auto") or "auto"
-    target = optional_str(body, "target")
-    if not target:
-        raise BadRequest("'target' is required: the language code to translate into", param="target")
-    kind = optional_str(body, "format", "text") or "text"
-    if kind not in ("text", "html"):
-        raise BadRequest(f"'format' must be 'text' or 'html' (got {kind!r})", param="format")
-    wants_alternatives = _alternatives(body) > 0
-    results = await translate_texts(service, texts, source=source, target=target, markup=kind == "html")
+    req = libre_request(body)
+    results = await translate_texts(service, req.texts, source=req.source, target=req.target, markup=req.html)
     payload: dict[str, Any] = {
-        "translatedText": [r.text for r in results] if many else results[0].text,
+        "translatedText": [r.text for r in results] if req.many else results[0].text,
     }
-    if source.strip().lower() == "auto":
-        payload["detectedLanguage"] = [detected(r) for r in results] if many else detected(results[0])
-    if wants_alternatives:
-        payload["alternatives"] = [[] for _ in results] if many else []
+    if req.source.strip().lower() == "auto":
+        payload["detectedLanguage"] = [detected(r) for r in results] if req.many else detected(results[0])
+    if req.alternatives > 0:
+        payload["alternatives"] = [[] for _ in results] if req.many else []
     return JSONResponse(payload)
 
 
