@@ -52,15 +52,24 @@ class ModelRegistry:
         tgt = normalize_language(target, allow_auto=False) if target else None
         if src == "auto":
             detection = detect_language(text)
-            if detection.confidence == 0 and self._by_direction:  # no letters at all (emoji, digits)
+            guess = detection.language
+            served = f"{guess}-{tgt or _other(guess)}" in self._by_direction
+            # No letters at all (emoji, digits), or a guess no model translates from: "auto" only
+            # promises a model that serves the target, so any such model will do (not a 400).
+            if detection.confidence == 0 or not served:
                 fallback = next(
                     (b for b in self._by_direction.values() if tgt in (None, b.manifest.target_lang)), None
                 )
                 if fallback is not None:
                     return fallback
-            src = detection.language
-        tgt = tgt or ("en" if src == "zh" else "zh")
+            src = guess
+        tgt = tgt or _other(src)
         bundle = self._by_direction.get(f"{src}-{tgt}")
         if bundle is None:
             raise UnsupportedDirectionError(src, tgt, self.directions)
         return bundle
+
+
+def _other(language: str) -> str:
+    """The target a missing ``target`` means: the other language of the pair."""
+    return "en" if language == "zh" else "zh"

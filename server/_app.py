@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -70,7 +69,6 @@ def load_models(settings: Settings) -> list[Bundle]:
 def create_app(settings: Settings | None = None, *, bundles: Sequence[Bundle] | None = None) -> Starlette:
     """Build the app. ``bundles`` lets tests share models already loaded (else the lifespan loads them)."""
     settings = settings or Settings()
-    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]  # shutdown is drained by Lifecycle (see _service.py)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -13,7 +13,7 @@ query strings — so every route refuses the same things, with the same codes, b
 * **JSON nesting is bounded** (:data:`MAX_JSON_DEPTH`) by a scan *before* the parser recurses, so
   200 KB of brackets cost one regular-expression pass, not a ``RecursionError``.
 
-Errors: 400 ``invalid_unicode``, ``invalid_json`` (with ``limit`` for nesting), ``invalid_form``.
+Errors are ``BadRequest``: ``invalid_unicode``, ``invalid_json`` (``limit`` for nesting), ``invalid_form``.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ Choices where DeepL's behaviour does not carry over:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -30,12 +31,22 @@ from decoding import Bundle, language_name
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
-from ._http import FORM_TYPES, JSON_TYPES, check_api_key, media_type, optional_str, query_fields, read_fields
+from ._http import (
+    FORM_TYPES,
+    JSON_TYPES,
+    check_api_key,
+    key_field,
+    media_type,
+    optional_str,
+    query_fields,
+    read_fields,
+)
 from ._native import services
 from ._texts import text_list, translate_texts
 
 NO_QUOTA = 10**12  # character_limit reported by /v2/usage
-_TARGETS = {"EN": "en", "EN-US": "en", "EN-GB": "en", "ZH": "zh", "ZH-HANS": "zh"}
+NO_GLOSSARY: tuple[object, ...] = (None, "", [])  # the values of glossary_id(s) that ask for no glossary
+TARGETS = {"EN": "en", "EN-US": "en", "EN-GB": "en", "ZH": "zh", "ZH-HANS": "zh"}
 # What /v2/languages lists for each language liuyi knows (source: [code, name]; target: variants).
 _TARGET_VARIANTS = {
     "en": [("EN-GB", "English (British)"), ("EN-US", "English (American)")],
@@ -54,19 +65,27 @@ def target_language(body: Mapping[str, Any]) -> str:
             code=ErrorCode.UNSUPPORTED_LANGUAGE,
             param="target_lang",
         )
-    if code not in _TARGETS:
+    if code not in TARGETS:
         raise BadRequest(
-            f"target_lang {value!r} is not supported; use one of: {', '.join(_TARGETS)}",
+            f"target_lang {value!r} is not supported; use one of: {', '.join(TARGETS)}",
             code=ErrorCode.UNSUPPORTED_LANGUAGE,
             param="target_lang",
         )
-    return _TARGETS[code]
+    return TARGETS[code]
 
 
-async def translate(request: Request) -> Response:
-    service, settings = services(request)
-    body = await read_fields(request, settings)
-    check_api_key(request, settings, body_key=body.get("auth_key"))
+@dataclass(frozen=True, slots=True)
+class DeepLRequest:
+    """A DeepL translate request, parsed."""
+
+    texts: list[str]
+    target: str  # liuyi's code ("en", "zh")
+    source: str  # a code or "auto"
+    markup: bool  # tag_handling html or xml
+
+
+def deepl_request(body: Mapping[str, Any]) -> DeepLRequest:
+    """The one parser of DeepL's translate request (JSON, or form fields with ``text`` repeated)."""
     texts, _ = text_list(body, "text")
     target = target_language(body)
     source = optional_str(body, "source_lang") or "auto"
@@ -75,11 +94,24 @@ async def translate(request: Request) -> Response:
         raise BadRequest(
             "'tag_handling' must be 'html' or 'xml'", code=ErrorCode.INVALID_OPTION, param="tag_handling"
         )
-    if body.get("glossary_id") or body.get("glossary_ids"):
+    if any(body.get(name) not in NO_GLOSSARY for name in ("glossary_id", "glossary_ids")):
         raise BadRequest(
             "glossaries are not supported by liuyi", code=ErrorCode.INVALID_OPTION, param="glossary_id"
         )
-    results = await translate_texts(service, texts, source=source, target=target, markup=bool(tags))
+    return DeepLRequest(texts, target, source, markup=bool(tags))
+
+
+async def translate(request: Request) -> Response:
+    """Translate, DeepL-style
+
+    For DeepL clients (`server_url=http://host:8000`).
+    """
+    service, settings = services(request)
+    body = await read_fields(request, settings)
+    check_api_key(request, settings, body_key=key_field(body, "auth_key"))
+    req = deepl_request(body)
+    texts = req.texts
+    results = await translate_texts(service, texts, source=req.source, target=req.target, markup=req.markup)
     billed = [len(text) for text in texts]
     state = request.app.state
     state.deepl_characters = getattr(state, "deepl_characters", 0) + sum(billed)
@@ -99,11 +131,21 @@ async def translate(request: Request) -> Response:
 
 async def parameters(request: Request) -> Mapping[str, Any]:
     """Query parameters, plus the body's fields when there is one: the official client sends
-    ``type=target`` as a form body even on GET."""
+    ``type=target`` as a form body even on GET. Both are checked, so a bad query parameter is not
+    hidden by a good field of the same name in the body."""
     params = query_fields(request)
+    kind_of_languages(params)
     if media_type(request) in (*JSON_TYPES, *FORM_TYPES):
         params.update(await read_fields(request, request.app.state.settings))
     return params
+
+
+def kind_of_languages(params: Mapping[str, Any]) -> str:
+    """``type`` of /v2/languages: ``source`` (also when absent) or ``target``."""
+    kind = params.get("type", "source")
+    if kind not in ("source", "target"):
+        raise BadRequest("'type' must be 'source' or 'target'", code=ErrorCode.INVALID_FIELD, param="type")
+    return str(kind)
 
 
 def languages_of(bundles: list[Bundle], kind: str) -> list[dict[str, Any]]:
@@ -119,19 +161,24 @@ def languages_of(bundles: list[Bundle], kind: str) -> list[dict[str, Any]]:
 
 
 async def languages(request: Request) -> Response:
+    """Languages (DeepL)
+
+    `type` (query or body): `source` (default) or `target`.
+    """
     service, settings = services(request)
     params = await parameters(request)
-    check_api_key(request, settings, body_key=params.get("auth_key"))
-    kind = params.get("type") or "source"
-    if kind not in ("source", "target"):
-        raise BadRequest("'type' must be 'source' or 'target'", param="type")
-    return JSONResponse(languages_of(service.registry.routes, kind))
+    check_api_key(request, settings, body_key=key_field(params, "auth_key"))
+    return JSONResponse(languages_of(service.registry.routes, kind_of_languages(params)))
 
 
 async def usage(request: Request) -> Response:
+    """Usage (DeepL)
+
+    Characters translated through this API.
+    """
     _, settings = services(request)
     params = await parameters(request)
-    check_api_key(request, settings, body_key=params.get("auth_key"))
+    check_api_key(request, settings, body_key=key_field(params, "auth_key"))
     count = getattr(request.app.state, "deepl_characters", 0)
     return JSONResponse({"character_count": count, "character_limit": NO_QUOTA})
 

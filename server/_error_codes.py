@@ -124,7 +124,7 @@ TABLE: tuple[Code, ...] = (
         ErrorCode.UNSUPPORTED_DIRECTION,
         400,
         "No loaded model translates between the two languages (see GET /v1/models), e.g. en->zh when only "
-        "zh->en is loaded — also when `source: auto` guesses English.",
+        "zh->en is loaded (`source: auto` never fails so: it falls back to a model serving the target).",
         "no model translates en->zh; available: zh-en",
     ),
     Code(ErrorCode.INVALID_INPUT, 400, "Any other input the engine refuses (generic).", "invalid input"),

@@ -4,17 +4,17 @@ This module is the one place where errors become HTTP: engine errors (``decoding
 are mapped to :class:`ApiError` by :func:`to_api_error`, and each API flavour renders an
 ``ApiError`` in its own shape (native, OpenAI, LibreTranslate, DeepL) — the status is shared.
 
-    ApiError                     the code names the status (``_error_codes.TABLE``)
-    ├── BadRequest               default invalid_field (400)
-    ├── Unauthorized             default invalid_api_key (401)
-    ├── NotFound                 default not_found (404)
-    ├── MethodNotAllowed         default method_not_allowed (405)
-    ├── PayloadTooLarge          default body_too_large (413)
-    ├── UnsupportedMediaType     default unsupported_media_type (415)
-    ├── Overloaded               default overloaded (503 + Retry-After; 429 on compat APIs)
-    ├── RequestTimeout           default request_timeout (504)
-    ├── ClientClosedRequest      default client_closed_request (499: logged and counted, never sent)
-    └── InternalError            default internal_error (500)
+    ApiError                     its code names its status (the row of ``_error_codes.TABLE``)
+    ├── BadRequest               default code invalid_field
+    ├── Unauthorized             default code invalid_api_key
+    ├── NotFound                 default code not_found
+    ├── MethodNotAllowed         default code method_not_allowed
+    ├── PayloadTooLarge          default code body_too_large
+    ├── UnsupportedMediaType     default code unsupported_media_type
+    ├── Overloaded               default code overloaded (+ Retry-After)
+    ├── RequestTimeout           default code request_timeout
+    ├── ClientClosedRequest      default code client_closed_request (logged and counted, never sent)
+    └── InternalError            default code internal_error
 
 The subclasses only choose a default code: the status always comes from the code's row in the one
 table, so a code is never sent with two statuses (``http_error`` alone carries the status of the
@@ -27,7 +27,8 @@ is the stream's final ``error`` event (the status is already 200).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from decoding import (
     BundleError,
@@ -42,6 +43,7 @@ from decoding import (
 )
 
 from ._error_codes import ErrorCode, status_of
+from ._wire import ErrorFields, ErrorResponse
 
 
 class ApiError(Exception):
@@ -67,12 +69,12 @@ class ApiError(Exception):
         self.headers = headers or {}
         self.details = details or {}  # extra machine-readable facts, e.g. {"limit": 5000}
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> ErrorResponse:
         """liuyi's native error shape."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        error: ErrorFields = {"code": self.code, "message": self.message}
         if self.param:
             error["param"] = self.param
-        error.update(self.details)
+        error.update(cast(ErrorFields, self.details))  # limit, length, retry_after
         return {"error": error}
 
 
@@ -131,7 +133,7 @@ _OPENAI_TYPES = {
 }
 
 
-def error_payload(error: ApiError, flavour: str) -> tuple[int, dict[str, Any]]:
+def error_payload(error: ApiError, flavour: str) -> tuple[int, Mapping[str, object]]:
     """(status, body) for ``flavour`` in "native", "openai", "libretranslate", "deepl"."""
     status = error.status
     if flavour != "native" and status == 503:

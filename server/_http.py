@@ -114,8 +114,21 @@ def optional_positive_int(body: Mapping[str, Any], name: str) -> int | None:
     value = body.get(name)
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():  # 64.0 is the integer 64 in JSON Schema too
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BadRequest(f"'{name}' must be an integer >= 1", code=ErrorCode.INVALID_OPTION, param=name)
+    return value
+
+
+def key_field(fields: Mapping[str, Any], name: str) -> str | None:
+    """An API key sent as a field (LibreTranslate's ``api_key``, DeepL's ``auth_key``): absent or a
+    string — even null is refused, so a client's mistake is not mistaken for "no key"."""
+    if name not in fields:
+        return None
+    value = fields[name]
+    if not isinstance(value, str):
+        raise BadRequest(f"'{name}' must be a string", code=ErrorCode.INVALID_FIELD, param=name)
     return value
 
 
@@ -132,7 +145,7 @@ def presented_key(request: Request, body_key: object = None) -> str | None:
     return None
 
 
-def check_api_key(request: Request, settings: Settings, body_key: object = None) -> None:
+def check_api_key(request: Request, settings: Settings, body_key: str | None = None) -> None:
     """401 unless auth is off or the key is one of the configured ones (constant-time compare)."""
     if not settings.auth_required:
         return
@@ -144,3 +157,35 @@ def check_api_key(request: Request, settings: Settings, body_key: object = None)
     given = key.encode("utf-8", "surrogatepass")
     if not any(hmac.compare_digest(given, allowed.encode()) for allowed in settings.api_keys):
         raise Unauthorized("the API key is not valid", code=ErrorCode.INVALID_API_KEY)
+
+
+# How the OpenAPI document names the places ``presented_key`` reads a key from.
+SCHEMES = {
+    "bearerAuth": {"type": "http", "scheme": "bearer", "description": "`Authorization: Bearer <key>`."},
+    "apiKeyHeader": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+        "description": "`X-API-Key: <key>`.",
+    },
+    "apiKeyQuery": {
+        "type": "apiKey",
+        "in": "query",
+        "name": "api_key",
+        "description": "`?api_key=<key>`, for clients that cannot set headers (a browser's `EventSource`). "
+        "URLs end up in logs: prefer a header.",
+    },
+    "deeplAuthKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": "`Authorization: DeepL-Auth-Key <key>`, as DeepL clients send it.",
+    },
+}
+
+
+def security(settings: Settings) -> list[dict[str, list[str]]]:
+    """Any scheme works on any secured endpoint; with no keys configured, none is needed (``{}``)."""
+    anonymous: list[dict[str, list[str]]] = [] if settings.auth_required else [{}]
+    schemes: list[dict[str, list[str]]] = [{name: []} for name in SCHEMES]
+    return schemes + anonymous

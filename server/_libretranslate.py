@@ -15,6 +15,7 @@ by the app's one error handler. Where we differ, on purpose:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -25,7 +26,7 @@ from decoding import Bundle, detect_language, language_name
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
-from ._http import check_api_key, optional_str, read_fields, text_field
+from ._http import check_api_key, key_field, optional_str, read_fields, text_field
 from ._native import services
 from ._texts import Translated, text_list, translate_texts
 
@@ -39,10 +40,20 @@ def detected(result: Translated) -> dict[str, Any]:
     return {"confidence": percent(result.confidence), "language": result.source}
 
 
-async def translate(request: Request) -> Response:
-    service, settings = services(request)
-    body = await read_fields(request, settings)
-    check_api_key(request, settings, body_key=body.get("api_key"))
+@dataclass(frozen=True, slots=True)
+class LibreRequest:
+    """A LibreTranslate translate request, parsed."""
+
+    texts: list[str]
+    many: bool  # ``q`` was a list: so is the answer
+    source: str  # a code or "auto"
+    target: str
+    html: bool
+    alternatives: int
+
+
+def libre_request(body: Mapping[str, Any]) -> LibreRequest:
+    """The one parser of LibreTranslate's request (JSON or form fields)."""
     texts, many = text_list(body, "q")
     source = optional_str(body, "source", "auto") or "auto"
     target = optional_str(body, "target")
@@ -51,15 +62,27 @@ async def translate(request: Request) -> Response:
     kind = optional_str(body, "format", "text") or "text"
     if kind not in ("text", "html"):
         raise BadRequest(f"'format' must be 'text' or 'html' (got {kind!r})", param="format")
-    wants_alternatives = _alternatives(body) > 0
-    results = await translate_texts(service, texts, source=source, target=target, markup=kind == "html")
+    return LibreRequest(texts, many, source, target, html=kind == "html", alternatives=_alternatives(body))
+
+
+async def translate(request: Request) -> Response:
+    """Translate, LibreTranslate-style
+
+    `q` may be a list; `format: html` keeps the markup. With `source: auto`, a text already in the
+    target language comes back unchanged.
+    """
+    service, settings = services(request)
+    body = await read_fields(request, settings)
+    check_api_key(request, settings, body_key=key_field(body, "api_key"))
+    req = libre_request(body)
+    results = await translate_texts(service, req.texts, source=req.source, target=req.target, markup=req.html)
     payload: dict[str, Any] = {
-        "translatedText": [r.text for r in results] if many else results[0].text,
+        "translatedText": [r.text for r in results] if req.many else results[0].text,
     }
-    if source.strip().lower() == "auto":
-        payload["detectedLanguage"] = [detected(r) for r in results] if many else detected(results[0])
-    if wants_alternatives:
-        payload["alternatives"] = [[] for _ in results] if many else []
+    if req.source.strip().lower() == "auto":
+        payload["detectedLanguage"] = [detected(r) for r in results] if req.many else detected(results[0])
+    if req.alternatives > 0:
+        payload["alternatives"] = [[] for _ in results] if req.many else []
     return JSONResponse(payload)
 
 
@@ -67,6 +90,8 @@ def _alternatives(body: Mapping[str, Any]) -> int:
     """How many alternatives were asked for (form data sends numbers as strings)."""
     value = body.get("alternatives", 0)
     if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():  # 2.0 is the integer 2 in JSON Schema too
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise BadRequest(
@@ -76,9 +101,13 @@ def _alternatives(body: Mapping[str, Any]) -> int:
 
 
 async def detect(request: Request) -> Response:
+    """Detect the language
+
+    Han characters vs Latin letters; `confidence` is 0-100.
+    """
     _, settings = services(request)
     body = await read_fields(request, settings)
-    check_api_key(request, settings, body_key=body.get("api_key"))
+    check_api_key(request, settings, body_key=key_field(body, "api_key"))
     detection = detect_language(text_field(body, "q"))
     return JSONResponse([{"confidence": percent(detection.confidence), "language": detection.language}])
 
@@ -96,12 +125,19 @@ def languages_of(bundles: list[Bundle]) -> list[dict[str, Any]]:
 
 
 async def languages(request: Request) -> Response:
+    """Languages (LibreTranslate)
+
+    One entry per source language of the loaded models.
+    """
     service, _ = services(request)
     return JSONResponse(languages_of(service.registry.routes))
 
 
 async def frontend_settings(request: Request) -> Response:
-    """What LibreTranslate's web page reads at start-up (some clients read it to learn the limits)."""
+    """Settings for LibreTranslate's web page
+
+    Some clients read it to learn the limits.
+    """
     service, settings = services(request)
     first = service.registry.bundles[0].manifest.target_lang if service.registry.bundles else "en"
     return JSONResponse(

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import aclosing
+from collections.abc import Mapping
 from typing import Any
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
-from ._events import WireEvent, dumps
+from ._events import WireEvent, translate_response
 from ._http import (
     check_api_key,
     optional_positive_int,
@@ -22,19 +20,22 @@ from ._http import (
     read_json_object,
     text_field,
 )
-from ._service import PreparedStream, TranslateRequest, TranslationService
+from ._service import TranslateRequest, TranslationService
 from ._settings import Settings
+from ._streaming import ndjson_response, sse_response
+from ._wire import Health, Model, ModelList, Readiness
 
-NDJSON = "application/x-ndjson"
-STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
-
-def translate_request(body: Mapping[str, Any]) -> TranslateRequest:
+def translate_request(fields: Mapping[str, Any], *, from_query: bool = False) -> TranslateRequest:
+    """The one parser of liuyi's request, from a JSON body or (``from_query``) a query string."""
+    max_new_tokens = fields.get("max_new_tokens")
+    if from_query:  # query values are strings: a decimal integer becomes an int, anything else fails
+        max_new_tokens = _query_int(max_new_tokens)
     return TranslateRequest(
-        text=text_field(body),
-        source=optional_str(body, "source", "auto") or "auto",
-        target=optional_str(body, "target"),
-        max_new_tokens=optional_positive_int(body, "max_new_tokens"),
+        text=text_field(fields),
+        source=optional_str(fields, "source", "auto") or "auto",
+        target=optional_str(fields, "target"),
+        max_new_tokens=optional_positive_int({"max_new_tokens": max_new_tokens}, "max_new_tokens"),
     )
 
 
@@ -56,47 +57,61 @@ def server_timing(done: WireEvent) -> str:
 
 
 async def translate(request: Request) -> Response:
+    """Translate a text
+
+    Translate and answer when done: the same work as the stream, collected.
+    """
     service, settings = services(request)
     check_api_key(request, settings)
     body = await read_json_object(request, settings)
     prepared = await service.prepare(translate_request(body), **log_context(request))
     done, segments = await prepared.collect()
-    reply = {
-        "translation": done["translation"],
-        "source": prepared.source,
-        "target": prepared.target,
-        "model": prepared.bundle.name,
-        "cached": done["cached"],
-        "finish_reason": done["finish_reason"],
-        "usage": done["usage"],
-        "unknown_source_chars": done["unknown_source_chars"],
-        "timings": done["timings"],
-        "segments": segments,
-        "id": prepared.request_id,
-    }
+    reply = translate_response(
+        done,
+        segments,
+        source=prepared.source,
+        target=prepared.target,
+        model=prepared.bundle.name,
+        request_id=prepared.request_id,
+    )
     return JSONResponse(reply, headers={"Server-Timing": server_timing(done)})
 
 
 async def translate_stream(request: Request) -> Response:
+    """Stream a translation (NDJSON or SSE)
+
+    Events: `start`, then `delta` (new text), `segment` (a sentence finished) and `ping` (heartbeat)
+    events, then exactly one `done` or `error`. Checks (auth, body, languages, capacity) happen before
+    the first byte and fail with a status and a JSON error body; later failures are the final `error`
+    event.
+
+    Formats:
+    - **NDJSON** (`application/x-ndjson`, POST without `Accept: text/event-stream`): one JSON object
+      per line.
+    - **SSE** (`text/event-stream`, POST with `Accept: text/event-stream`, and always for GET):
+      `event: <type>`, `id: <n>`, `data: <json>`; heartbeats are comment lines.
+
+    **Resuming** (SSE): send `Last-Event-ID: <n>` (browsers' `EventSource` does it when it
+    reconnects): the same stream is produced again — replayed from the cache, or decoded again
+    deterministically — and events with ids up to `n` are skipped.
+
+    Behind nginx, the `X-Accel-Buffering: no` header keeps events from being buffered.
+    """
     service, settings = services(request)
-    if request.method == "GET":  # EventSource: parameters in the query string, always SSE
-        check_api_key(request, settings)
-        params = query_fields(request)
-        if "max_new_tokens" in params:
-            params["max_new_tokens"] = _query_int(params["max_new_tokens"])
-        prepared = await service.prepare(translate_request(params), **log_context(request))
-        return sse_response(prepared, settings, last_event_id(request))
     check_api_key(request, settings)
-    body = await read_json_object(request, settings)
-    prepared = await service.prepare(translate_request(body), **log_context(request))
-    if "text/event-stream" in request.headers.get("accept", ""):
-        return sse_response(prepared, settings, last_event_id(request))
-    return ndjson_response(prepared)
+    if request.method == "GET":
+        fields, sse = query_fields(request), True
+    else:
+        fields = await read_json_object(request, settings)
+        sse = "text/event-stream" in request.headers.get("accept", "")
+    resume_after = last_event_id(request)
+    prepared = await service.prepare(
+        translate_request(fields, from_query=request.method == "GET"), **log_context(request)
+    )
+    return sse_response(prepared, settings, resume_after) if sse else ndjson_response(prepared)
 
 
 def _query_int(value: object) -> object:
-    """Query values are strings; a decimal integer becomes an int, anything else is left to fail
-    validation with a 400."""
     if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit():
         return int(value)
     return value
@@ -116,42 +131,14 @@ def last_event_id(request: Request) -> int:
     return int(raw)
 
 
-def ndjson_response(prepared: PreparedStream) -> StreamingResponse:
-    async def lines() -> AsyncIterator[bytes]:
-        async with aclosing(prepared.events()) as events:  # the translation stops when the client goes
-            async for event in events:
-                yield (dumps(event) + "\n").encode()
-
-    return StreamingResponse(lines(), media_type=NDJSON, headers=STREAM_HEADERS)
-
-
-def sse_response(prepared: PreparedStream, settings: Settings, resume_after: int) -> EventSourceResponse:
-    """``event:`` is the event type, ``id:`` its index in the stream. A reconnect with Last-Event-ID
-    replays the same deterministic stream (from the cache, or decoded again) and skips what the
-    client already has."""
-
-    async def messages() -> AsyncIterator[ServerSentEvent]:
-        index = 0
-        async with aclosing(prepared.events()) as events:  # not left to the garbage collector
-            async for event in events:
-                if event["type"] == "ping":
-                    continue  # SSE heartbeats are comment lines sent by EventSourceResponse itself
-                if index > resume_after:
-                    yield ServerSentEvent(data=dumps(event), event=event["type"], id=str(index))
-                index += 1
-
-    return EventSourceResponse(
-        messages(),
-        ping=settings.heartbeat_interval,
-        sep="\n",
-        headers=STREAM_HEADERS,
-    )
-
-
 async def models(request: Request) -> Response:
+    """The loaded models
+
+    One model bundle per translation direction.
+    """
     service, settings = services(request)
     check_api_key(request, settings)
-    data = []
+    data: list[Model] = []
     for bundle in service.registry.routes:  # a multilingual bundle once per direction
         m = bundle.manifest
         data.append(
@@ -171,24 +158,39 @@ async def models(request: Request) -> Response:
                 "max_new_tokens": m.limits.max_target_tokens,
             }
         )
-    return JSONResponse({"object": "list", "data": data})
+    reply: ModelList = {"object": "list", "data": data}
+    return JSONResponse(reply)
 
 
 async def healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
+    """Liveness
+
+    200 while the process runs (a liveness probe).
+    """
+    alive: Health = {"status": "ok"}
+    return JSONResponse(alive)
 
 
 async def readyz(request: Request) -> Response:
+    """Readiness
+
+    200 once the models are loaded and warmed up; 503 while starting, or draining before shutdown
+    (a readiness probe, or a load balancer's health check).
+    """
     lifecycle = request.app.state.lifecycle
+    readiness: Readiness
     if not lifecycle.ready:
-        status = "draining" if lifecycle.draining else "starting"
-        return JSONResponse({"status": status}, status_code=503)
-    return JSONResponse(
-        {"status": "ready", "models": [b.name for b in request.app.state.service.registry.bundles]}
-    )
+        readiness = {"status": "draining" if lifecycle.draining else "starting"}
+        return JSONResponse(readiness, status_code=503)
+    readiness = {"status": "ready", "models": [b.name for b in request.app.state.service.registry.bundles]}
+    return JSONResponse(readiness)
 
 
 async def metrics(request: Request) -> Response:
+    """Prometheus metrics
+
+    Text exposition format.
+    """
     registry = request.app.state.metrics
     return Response(registry.render(), media_type=registry.CONTENT_TYPE)
 

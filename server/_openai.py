@@ -25,7 +25,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -36,8 +36,10 @@ from ._error_codes import ErrorCode
 from ._errors import BadRequest, NotFound, error_payload
 from ._events import WireEvent, dumps
 from ._http import check_api_key, optional_positive_int, read_json_object
-from ._native import STREAM_HEADERS, log_context, services
+from ._native import log_context, services
 from ._service import PreparedStream, TranslateRequest
+from ._streaming import EventStream
+from ._wire_compat import ChatCompletion, ChatUsage, ChunkChoice, ChunkDelta, FinishReason
 
 AUTO_MODELS = ("liuyi", "liuyi-auto")
 
@@ -136,16 +138,24 @@ def last_user_text(messages: object) -> str:
     return content
 
 
-def finish_reason(done: WireEvent) -> str:
+def finish_reason(done: WireEvent) -> FinishReason:
     return "length" if done["finish_reason"] == "length" else "stop"
 
 
-def usage(done: WireEvent) -> dict[str, int]:
+def usage(done: WireEvent) -> ChatUsage:
     prompt, completion = done["usage"]["input_tokens"], done["usage"]["output_tokens"]
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 async def chat_completions(request: Request) -> Response:
+    """Translate, as an OpenAI chat completion
+
+    For OpenAI clients (`base_url=http://host:8000/v1`). With `stream: true` the answer is
+    server-sent events: `data: <ChatCompletionChunk>` lines (the role, one per text delta, one with
+    `finish_reason`, a usage chunk with `stream_options.include_usage`), then `data: [DONE]`. An error
+    after the first byte is one `data: <OpenAIErrorResponse>` line, and the stream ends *without*
+    `[DONE]`, as OpenAI's API does.
+    """
     service, settings = services(request)
     check_api_key(request, settings)
     chat = chat_request(await read_json_object(request, settings), service.registry)
@@ -156,18 +166,22 @@ async def chat_completions(request: Request) -> Response:
         **log_context(request),
     )
     if chat.stream:
-        return EventSourceResponse(
-            chunks(prepared, include_usage=chat.include_usage),
-            ping=settings.heartbeat_interval,
-            sep="\n",
-            headers=STREAM_HEADERS,
-        )
+        return EventStream(chunks(prepared, include_usage=chat.include_usage), settings)
     done, _ = await prepared.collect()
-    completion = {
-        "id": f"chatcmpl-{prepared.request_id}",
+    return JSONResponse(
+        completion_reply(
+            done, request_id=prepared.request_id, model=prepared.bundle.name, created=int(time.time())
+        )
+    )
+
+
+def completion_reply(done: WireEvent, *, request_id: str, model: str, created: int) -> ChatCompletion:
+    """A finished translation (its ``done`` event) as a chat completion."""
+    return {
+        "id": f"chatcmpl-{request_id}",
         "object": "chat.completion",
-        "created": int(time.time()),
-        "model": prepared.bundle.name,
+        "created": created,
+        "model": model,
         "system_fingerprint": None,
         "choices": [
             {
@@ -179,42 +193,59 @@ async def chat_completions(request: Request) -> Response:
         ],
         "usage": usage(done),
     }
-    return JSONResponse(completion)
+
+
+class ChunkWriter:
+    """liuyi's stream events as the ``data:`` payloads of a streamed chat completion."""
+
+    def __init__(self, *, request_id: str, model: str, created: int, include_usage: bool) -> None:
+        self.common: dict[str, Any] = {
+            "id": f"chatcmpl-{request_id}",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "system_fingerprint": None,
+        }
+        if include_usage:
+            self.common["usage"] = None  # as OpenAI: every chunk but the last says usage: null
+        self.include_usage = include_usage
+
+    def chunk(self, delta: ChunkDelta, reason: FinishReason = None) -> str:
+        choice: ChunkChoice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
+        return dumps({**self.common, "choices": [choice]})
+
+    def payloads(self, event: WireEvent) -> list[str]:
+        """What one event becomes (nothing for ``segment`` and ``ping``; ``error`` is the caller's)."""
+        kind = event["type"]
+        if kind == "start":
+            return [self.chunk({"role": "assistant", "content": ""})]
+        if kind == "delta":
+            return [self.chunk({"content": event["text"]})]
+        if kind != "done":
+            return []
+        final = [self.chunk({}, finish_reason(event))]
+        if self.include_usage:
+            final.append(dumps({**self.common, "choices": [], "usage": usage(event)}))
+        return [*final, "[DONE]"]
 
 
 async def chunks(prepared: PreparedStream, *, include_usage: bool) -> AsyncIterator[ServerSentEvent]:
     """The SSE ``data:`` lines of a streamed completion (heartbeats are SSE comments, sent by
-    EventSourceResponse)."""
-    common: dict[str, Any] = {
-        "id": f"chatcmpl-{prepared.request_id}",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": prepared.bundle.name,
-        "system_fingerprint": None,
-    }
-    if include_usage:
-        common["usage"] = None  # as OpenAI: every chunk but the last says usage: null
-
-    def chunk(delta: dict[str, str], reason: str | None = None) -> ServerSentEvent:
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
-        return ServerSentEvent(data=dumps({**common, "choices": [choice]}))
-
+    EventStream)."""
+    writer = ChunkWriter(
+        request_id=prepared.request_id,
+        model=prepared.bundle.name,
+        created=int(time.time()),
+        include_usage=include_usage,
+    )
     async with aclosing(prepared.events()) as events:  # closed at once when the client goes away
         async for event in events:
-            kind = event["type"]
-            if kind == "start":
-                yield chunk({"role": "assistant", "content": ""})
-            elif kind == "delta":
-                yield chunk({"content": event["text"]})
-            elif kind == "done":
-                yield chunk({}, finish_reason(event))
-                if include_usage:
-                    yield ServerSentEvent(data=dumps({**common, "choices": [], "usage": usage(event)}))
-                yield ServerSentEvent(data="[DONE]")
-            elif kind == "error":
+            if event["type"] == "error":
                 assert prepared.error is not None
                 _, body = error_payload(prepared.error, "openai")
                 yield ServerSentEvent(data=dumps(body))
+            for payload in writer.payloads(event):
+                yield ServerSentEvent(data=payload)
 
 
 ROUTES = [Route("/v1/chat/completions", chat_completions, methods=["POST"])]

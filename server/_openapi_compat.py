@@ -6,346 +6,118 @@ differs from the original service. Other fields of the original APIs are accepte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from ._events import dumps
+from . import _deepl as deepl
+from . import _libretranslate as libre
+from . import _openai
+from . import _wire_examples as examples
+from ._deepl import TARGETS as DEEPL_TARGETS
 from ._openai import AUTO_MODELS
 from ._openapi_schema import (
     SSE,
     Schema,
     array,
-    error_refs,
     fields_body,
+    form_fields,
     json_content,
     json_response,
-    obj,
-    one_or_many,
+    json_text,
+    language_names,
     operation,
-    prop,
     ref,
+    sse_event,
 )
+from ._wire_compat import COMPAT_MODELS, NOT_BLANK
+from ._wire_errors import error_refs
+from ._wire_schema import SchemaSet
 
+VISIBLE = {"properties": {"text": {"pattern": NOT_BLANK}}}  # a text part with a visible character
 TRANSLATING = (400, 401, 413, 415, 500, 503, 504)  # what a translating endpoint can fail with
 READING = (400, 401, 413, 415)  # endpoints that read a body but translate nothing
-CREATED = 1767225600  # example timestamp
 OPEN: list[Schema] = []  # no key needed
-TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
-CHAT_DESCRIPTION = """\
-For OpenAI clients (`base_url=http://host:8000/v1`). With `stream: true` the answer is server-sent \
-events: `data: <ChatCompletionChunk>` lines (the role, one per text delta, one with `finish_reason`, a \
-usage chunk with `stream_options.include_usage`), then `data: [DONE]`. An error after the first byte is \
-one `data: <OpenAIErrorResponse>` line, and the stream ends *without* `[DONE]`, as OpenAI's API does."""
 
 
-def compat_schemas(models: Sequence[tuple[str, str]]) -> dict[str, Schema]:
-    names = [name for name, _ in models]
-    aliases = [f"liuyi-{direction}" for _, direction in models]
-    usage = obj(
-        "Token counts.",
-        {name: prop("integer", f"{name.split('_')[0].title()} tokens.", minimum=0) for name in TOKEN_FIELDS},
+def compat_schemas(
+    models: Sequence[tuple[str, str]], sources: Collection[str], targets: Collection[str]
+) -> dict[str, Schema]:
+    """Generated from the wire models, plus this app's facts: ``models`` (bundle name, direction),
+    the languages they translate from (``sources``) and into (``targets``)."""
+    schemas = SchemaSet({"ErrorCode": {}}).add(*COMPAT_MODELS).components
+    del schemas["ErrorCode"]  # the native schemas have it
+    chat = schemas["ChatCompletionRequest"]["properties"]
+    chat["model"]["examples"] = [*(f"liuyi-{d}" for _, d in models), *(n for n, _ in models), *AUTO_MODELS]
+    user_turn = {"type": "object", "properties": {"role": {"const": "user"}}, "required": ["role"]}
+    chat["messages"]["contains"] = user_turn
+    visible = {"anyOf": [{"type": "string", "pattern": NOT_BLANK}, {"type": "array", "contains": VISIBLE}]}
+    # the user's text must have a visible character (400 `empty_text`)
+    schemas["ChatMessage"].update(
+        {"if": user_turn, "then": {"required": ["content"], "properties": {"content": visible}}}
     )
-    chat_common = {
-        "id": prop("string", "`chatcmpl-` and the request id (`X-Request-ID`)."),
-        "created": prop("integer", "Unix time."),
-        "model": prop("string", "Name of the model bundle that translated."),
-        "system_fingerprint": {"type": "null"},
-    }
-    finish = prop(
-        ["string", "null"], "`stop`, or `length` when cut at the token limit.", enum=["stop", "length", None]
-    )
-    text_part = obj("A text part.", {"type": {"const": "text"}, "text": {"type": "string"}})
-    detection = obj(
-        "Detected source language (when `source` is `auto`).",
-        {
-            "confidence": prop("number", "0 to 100.", minimum=0, maximum=100),
-            "language": prop("string", "`zh` or `en`."),
-        },
-    )
-    return {
-        # --- OpenAI
-        "ChatCompletionRequest": obj(
-            "The last `user` message is translated; system prompts, earlier turns, `temperature` and other "
-            "OpenAI fields are ignored (decoding is greedy).",
-            {
-                "model": prop(
-                    "string",
-                    "Picks the direction: a bundle name or its alias, or `liuyi`/`liuyi-auto` (source "
-                    "detected, target the other language).",
-                    examples=[*aliases, *names, *AUTO_MODELS],
-                ),
-                "messages": array(ref("ChatMessage"), "The conversation, with a `user` message.", minItems=1),
-                "stream": prop(
-                    ["boolean", "null"], "Stream the answer as server-sent events.", default=False
-                ),
-                "stream_options": {
-                    "type": ["object", "null"],
-                    "properties": {"include_usage": {"type": "boolean"}},
-                    "description": "`include_usage: true` adds a last chunk with `usage` (others say null).",
-                },
-                "max_completion_tokens": prop(
-                    ["integer", "null"], "`max_new_tokens` per sentence (see /v1/translate).", minimum=1
-                ),
-                "max_tokens": prop(["integer", "null"], "Older name of `max_completion_tokens`.", minimum=1),
-                "n": prop(["integer", "null"], "Only 1.", enum=[1, None]),
-            },
-            optional=("stream", "stream_options", "max_completion_tokens", "max_tokens", "n"),
-        ),
-        "ChatMessage": obj(
-            "A chat message.",
-            {
-                "role": prop("string", "`user` messages are translated, others ignored."),
-                "content": {
-                    "description": 'A string, or a list of `{"type": "text", "text"}` parts (one per line).',
-                    "anyOf": [{"type": "string"}, array(text_part, "Text parts (other kinds are refused).")],
-                },
-            },
-            optional=("content",),
-        ),
-        "ChatCompletion": obj(
-            "A finished translation, as a chat completion.",
-            {
-                **chat_common,
-                "object": {"const": "chat.completion"},
-                "choices": array(
-                    obj(
-                        "The one answer.",
-                        {
-                            "index": {"const": 0},
-                            "message": obj(
-                                "The translation.",
-                                {
-                                    "role": {"const": "assistant"},
-                                    "content": prop("string", "The translation."),
-                                    "refusal": {"type": "null"},
-                                },
-                            ),
-                            "logprobs": {"type": "null"},
-                            "finish_reason": finish,
-                        },
-                    ),
-                    "Exactly one choice.",
-                ),
-                "usage": ref("ChatUsage"),
-            },
-        ),
-        "ChatCompletionChunk": obj(
-            "One `data:` line of a streamed completion.",
-            {
-                **chat_common,
-                "object": {"const": "chat.completion.chunk"},
-                "choices": array(
-                    obj(
-                        "The delta (no choice in the final usage chunk).",
-                        {
-                            "index": {"const": 0},
-                            "delta": obj(
-                                "First chunk: the role; then new text; last: empty.",
-                                {"role": {"const": "assistant"}, "content": {"type": "string"}},
-                                optional=("role", "content"),
-                            ),
-                            "logprobs": {"type": "null"},
-                            "finish_reason": finish,
-                        },
-                    ),
-                    "Zero or one choice.",
-                ),
-                "usage": {
-                    "description": "Only with `include_usage`: null, except in the last chunk.",
-                    "anyOf": [ref("ChatUsage"), {"type": "null"}],
-                },
-            },
-            optional=("usage",),
-        ),
-        "ChatUsage": usage,
-        "OpenAIErrorResponse": obj(
-            "OpenAI's error shape.",
-            {
-                "error": obj(
-                    "The error.",
-                    {
-                        "message": {"type": "string"},
-                        "type": prop("string", "OpenAI's error type, e.g. `invalid_request_error`."),
-                        "param": prop(["string", "null"], "The field at fault."),
-                        "code": ref("ErrorCode"),
-                    },
-                )
-            },
-        ),
-        # --- LibreTranslate
-        "LibreTranslateRequest": obj(
-            "LibreTranslate's translate request (JSON or form fields).",
-            {
-                "q": one_or_many(
-                    {"type": "string"}, "The text, or a list of texts (blank items come back as is)."
-                ),
-                "source": prop("string", "A language code or `auto` (also when absent).", default="auto"),
-                "target": prop("string", "The language code to translate into.", examples=["en"]),
-                "format": prop(
-                    "string", "`html`: keep tags, translate the text between them.", enum=["text", "html"]
-                ),
-                "alternatives": prop("integer", "Accepted; always answered with empty lists.", minimum=0),
-                "api_key": prop("string", "The API key, when keys are configured."),
-            },
-            optional=("source", "format", "alternatives", "api_key"),
-        ),
-        "LibreTranslateResponse": obj(
-            "A list in, lists out.",
-            {
-                "translatedText": one_or_many({"type": "string"}, "The translation(s)."),
-                "detectedLanguage": {
-                    "description": "With `source: auto` only.",
-                    "anyOf": [ref("Detection"), array(ref("Detection"), "One per text.")],
-                },
-                "alternatives": {"type": "array", "description": "Empty (when `alternatives` > 0)."},
-            },
-            optional=("detectedLanguage", "alternatives"),
-        ),
-        "Detection": detection,
-        "DetectRequest": obj(
-            "Text to identify.",
-            {"q": prop("string", "The text."), "api_key": prop("string", "The API key.")},
-            optional=("api_key",),
-        ),
-        "LibreTranslateLanguage": obj(
-            "A source language and its targets.",
-            {
-                "code": prop("string", "Language code."),
-                "name": prop("string", "English name."),
-                "targets": array({"type": "string"}, "Codes it translates into."),
-            },
-        ),
-        "FrontendSettings": {
-            "type": "object",
-            "description": "What LibreTranslate's web page reads at start-up (`apiKeys`, `keyRequired`, "
-            "`charLimit`, `language`, ...).",
-            "required": ["keyRequired", "charLimit"],
-        },
-        "LibreTranslateError": obj(
-            "LibreTranslate's error shape.", {"error": prop("string", "The message.")}
-        ),
-        # --- DeepL
-        "DeepLTranslateRequest": obj(
-            "DeepL's translate request (JSON, or form fields with `text` repeated). `formality`, "
-            "`split_sentences`, `preserve_formatting`, `context`, `model_type` are ignored.",
-            {
-                "text": one_or_many({"type": "string"}, "The texts."),
-                "target_lang": prop(
-                    "string",
-                    "`EN`, `EN-US`, `EN-GB` (all the same English) or `ZH`, `ZH-HANS`; `ZH-HANT` is refused.",
-                    examples=["EN-US", "ZH-HANS"],
-                ),
-                "source_lang": prop("string", "`ZH`, `EN`, ...; detected when absent."),
-                "tag_handling": prop(
-                    "string", "Keep the tags, translate the text between them.", enum=["html", "xml"]
-                ),
-                "glossary_id": prop("string", "Refused (`invalid_option`): liuyi has no glossaries."),
-                "auth_key": prop("string", "Legacy way to send the key."),
-            },
-            optional=("source_lang", "tag_handling", "glossary_id", "auth_key"),
-        ),
-        "DeepLTranslateResponse": obj(
-            "One translation per text, in order.",
-            {
-                "translations": array(
-                    obj(
-                        "A translation.",
-                        {
-                            "detected_source_language": prop("string", "`ZH` or `EN`."),
-                            "text": prop("string", "The translation."),
-                            "billed_characters": prop("integer", "Characters of the source text."),
-                        },
-                    ),
-                    "One per text.",
-                )
-            },
-        ),
-        "DeepLLanguage": obj(
-            "A language.",
-            {
-                "language": prop("string", "DeepL code."),
-                "name": prop("string", "English name."),
-                "supports_formality": {"const": False},
-            },
-            optional=("supports_formality",),
-        ),
-        "DeepLUsage": obj(
-            "Characters translated by this process through the DeepL API; no quota.",
-            {"character_count": {"type": "integer"}, "character_limit": {"type": "integer"}},
-        ),
-        "DeepLError": obj(
-            "DeepL's error shape.", {"message": prop("string", "The message."), "detail": ref("ErrorCode")}
-        ),
-    }
+    libre = schemas["LibreTranslateRequest"]["properties"]
+    libre["source"].update(default="auto", enum=["auto", *language_names(sources), "", None])
+    libre["target"]["enum"] = language_names(targets)
+    deepl = schemas["DeepLTranslateRequest"]["properties"]
+    deepl["target_lang"]["enum"] = [code for code, lang in DEEPL_TARGETS.items() if lang in targets]
+    deepl["source_lang"]["enum"] = [*(lang.upper() for lang in sorted(sources)), "", None]
+    for form, body in (
+        ("LibreTranslateForm", "LibreTranslateRequest"),
+        ("DeepLTranslateForm", "DeepLTranslateRequest"),
+    ):
+        schemas[form] = form_fields(schemas[body])
+    return schemas
 
 
-def chat_stream_example(model: str, request_id: str, deltas: Sequence[str]) -> str:
-    common = {
-        "id": f"chatcmpl-{request_id}",
-        "object": "chat.completion.chunk",
-        "created": CREATED,
-        "model": model,
-        "system_fingerprint": None,
-    }
-
-    def chunk(delta: dict[str, str], reason: str | None = None) -> dict[str, Any]:
-        return {
-            **common,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}],
-        }
-
-    lines = [
-        chunk({"role": "assistant", "content": ""}),
-        *(chunk({"content": text}) for text in deltas),
-        chunk({}, "stop"),
-    ]
-    return "".join(f"data: {dumps(line)}\n\n" for line in lines) + "data: [DONE]\n\n"
-
-
-def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) -> dict[str, Schema]:
-    translation = "".join(deltas)
+def compat_paths(model: str) -> dict[str, Schema]:
+    text, translation = examples.TEXT, examples.TRANSLATION
     chat = {"model": "liuyi-zh-en", "messages": [{"role": "user", "content": text}]}
-    completion = {
-        "id": f"chatcmpl-{request_id}",
-        "object": "chat.completion",
-        "created": CREATED,
-        "model": model,
-        "system_fingerprint": None,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": translation, "refusal": None},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
-    }
     detected = {"confidence": 100.0, "language": "zh"}
+    chat_data = {
+        "anyOf": [
+            {"const": "[DONE]"},
+            json_text({"anyOf": [ref("ChatCompletionChunk"), ref("OpenAIErrorResponse")]}),
+        ]
+    }
+    chat_sse = sse_event(
+        "`data: <ChatCompletionChunk>` events, then `data: [DONE]` (or one `data: <OpenAIErrorResponse>` "
+        "after a failure).",
+        chat_data,
+    )
+    chat_ok = {
+        "description": "The completion (JSON), or its chunks (SSE) when `stream` is true.",
+        "headers": {"X-Request-ID": {"$ref": "#/components/headers/X-Request-ID"}},
+        "content": {
+            **json_content(ref("ChatCompletion"), completion=examples.chat_completion(model)),
+            SSE: {"schema": chat_sse, "example": examples.chat_stream(model)},
+        },
+    }
+    libre_ok = json_response(
+        "The translation(s).",
+        ref("LibreTranslateResponse"),
+        one={"translatedText": translation},
+        auto={"translatedText": [translation], "detectedLanguage": [detected]},
+    )
+    libre_body = fields_body(
+        ref("LibreTranslateRequest"),
+        ref("LibreTranslateForm"),
+        one={"q": text, "source": "zh", "target": "en"},
+        auto={"q": [text], "source": "auto", "target": "en"},
+        html={"q": f"<p>{text}</p>", "target": "en", "format": "html"},
+    )
+    deepl_reply = {
+        "translations": [{"detected_source_language": "ZH", "text": translation, "billed_characters": 4}]
+    }
+    deepl_body = fields_body(
+        ref("DeepLTranslateRequest"), ref("DeepLTranslateForm"), en={"text": [text], "target_lang": "EN-US"}
+    )
     return {
         "/v1/chat/completions": {
             "post": operation(
                 "openai",
                 "chatCompletions",
-                "Translate, as an OpenAI chat completion",
-                CHAT_DESCRIPTION,
-                {
-                    "200": {
-                        "description": "The completion (JSON), or its chunks (SSE) when `stream` is true.",
-                        "headers": {"X-Request-ID": {"$ref": "#/components/headers/X-Request-ID"}},
-                        "content": {
-                            **json_content(ref("ChatCompletion"), completion=completion),
-                            SSE: {
-                                "schema": {
-                                    "type": "string",
-                                    "description": "`data: <ChatCompletionChunk>` lines.",
-                                },
-                                "example": chat_stream_example(model, request_id, deltas),
-                            },
-                        },
-                    },
-                    **error_refs("openai", (*TRANSLATING, 404)),
-                },
+                _openai.chat_completions,
+                {"200": chat_ok, **error_refs("openai", (*TRANSLATING, 404))},
                 requestBody={
                     "required": True,
                     "content": json_content(
@@ -358,32 +130,16 @@ def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) 
             "post": operation(
                 "libretranslate",
                 "libreTranslate",
-                "Translate, LibreTranslate-style",
-                "`q` may be a list; `format: html` keeps the markup. With `source: auto`, a text already "
-                "in the target language comes back unchanged.",
-                {
-                    "200": json_response(
-                        "The translation(s).",
-                        ref("LibreTranslateResponse"),
-                        one={"translatedText": translation},
-                        auto={"translatedText": [translation], "detectedLanguage": [detected]},
-                    ),
-                    **error_refs("libretranslate", TRANSLATING),
-                },
-                requestBody=fields_body(
-                    ref("LibreTranslateRequest"),
-                    one={"q": text, "source": "zh", "target": "en"},
-                    auto={"q": [text], "source": "auto", "target": "en"},
-                    html={"q": f"<p>{text}</p>", "target": "en", "format": "html"},
-                ),
+                libre.translate,
+                {"200": libre_ok, **error_refs("libretranslate", TRANSLATING)},
+                requestBody=libre_body,
             )
         },
         "/detect": {
             "post": operation(
                 "libretranslate",
                 "libreDetect",
-                "Detect the language",
-                "Han characters vs Latin letters; `confidence` is 0-100.",
+                libre.detect,
                 {
                     "200": json_response("One guess.", array(ref("Detection"), "The guess."), zh=[detected]),
                     **error_refs("libretranslate", READING),
@@ -395,8 +151,7 @@ def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) 
             "get": operation(
                 "libretranslate",
                 "libreLanguages",
-                "Languages (LibreTranslate)",
-                "One entry per source language of the loaded models.",
+                libre.languages,
                 {"200": json_response("The languages.", array(ref("LibreTranslateLanguage"), "Languages."))},
                 security=OPEN,
             )
@@ -405,8 +160,7 @@ def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) 
             "get": operation(
                 "libretranslate",
                 "libreFrontendSettings",
-                "Settings for LibreTranslate's web page",
-                "Some clients read it to learn the limits.",
+                libre.frontend_settings,
                 {"200": json_response("The settings.", ref("FrontendSettings"))},
                 security=OPEN,
             )
@@ -415,43 +169,22 @@ def compat_paths(model: str, request_id: str, text: str, deltas: Sequence[str]) 
             "post": operation(
                 "deepl",
                 "deeplTranslate",
-                "Translate, DeepL-style",
-                "For DeepL clients (`server_url=http://host:8000`).",
+                deepl.translate,
                 {
-                    "200": json_response(
-                        "The translations.",
-                        ref("DeepLTranslateResponse"),
-                        en={
-                            "translations": [
-                                {
-                                    "detected_source_language": "ZH",
-                                    "text": translation,
-                                    "billed_characters": 4,
-                                }
-                            ]
-                        },
-                    ),
+                    "200": json_response("The translations.", ref("DeepLTranslateResponse"), en=deepl_reply),
                     **error_refs("deepl", TRANSLATING),
                 },
-                requestBody=fields_body(
-                    ref("DeepLTranslateRequest"), en={"text": [text], "target_lang": "EN-US"}
-                ),
+                requestBody=deepl_body,
             )
         },
         "/v2/languages": deepl_reads(
-            "deeplLanguages",
-            "Languages (DeepL)",
-            "`type` (query or body): `source` (default) or `target`.",
-            array(ref("DeepLLanguage"), "Languages."),
-            kind=True,
+            "deeplLanguages", deepl.languages, array(ref("DeepLLanguage"), "Languages."), kind=True
         ),
-        "/v2/usage": deepl_reads(
-            "deeplUsage", "Usage (DeepL)", "Characters translated through this API.", ref("DeepLUsage")
-        ),
+        "/v2/usage": deepl_reads("deeplUsage", deepl.usage, ref("DeepLUsage")),
     }
 
 
-def deepl_reads(op_id: str, summary: str, description: str, schema: Schema, *, kind: bool = False) -> Schema:
+def deepl_reads(op_id: str, handler: Callable[..., Any], schema: Schema, *, kind: bool = False) -> Schema:
     """/v2/languages and /v2/usage: GET or POST, parameters in the query or in a body."""
     names: dict[str, Schema] = {"auth_key": {"type": "string", "description": "Legacy way to send the key."}}
     if kind:
@@ -459,14 +192,10 @@ def deepl_reads(op_id: str, summary: str, description: str, schema: Schema, *, k
     parameters = [{"name": name, "in": "query", "schema": value} for name, value in names.items()]
     fields = {"type": "object", "properties": names}
     responses = {"200": json_response("The answer.", schema), **error_refs("deepl", READING)}
-    get = operation("deepl", op_id, summary, description, responses, parameters=parameters)
-    post = operation(
-        "deepl",
-        f"{op_id}Post",
-        summary,
-        description,
-        responses,
-        parameters=parameters,
-        requestBody={"required": False, "content": fields_body(fields)["content"]},
-    )
-    return {"get": get, "post": post}
+    body = {"required": False, "content": fields_body(fields)["content"]}
+    return {
+        "get": operation("deepl", op_id, handler, responses, parameters=parameters),
+        "post": operation(
+            "deepl", f"{op_id}Post", handler, responses, parameters=parameters, requestBody=body
+        ),
+    }

@@ -141,6 +141,14 @@ CASES = [
         params={"text": "你好"},
         headers={"last-event-id": "yesterday"},
     ),
+    Case(  # schemathesis: the document's pattern holds for NDJSON streams too, which never resume
+        "Last-Event-ID that is not a number on an NDJSON stream",
+        400,
+        "invalid_field",
+        path="/v1/translate/stream",
+        body=body(text="你好"),
+        headers={**JSON, "last-event-id": "yesterday"},
+    ),
 ]
 
 

@@ -113,6 +113,8 @@ def test_languages_type_comes_from_query_or_body(live: LiveServer) -> None:
         ({"text": [TEXT], "source_lang": "XX", "target_lang": "EN-US"}, "'XX' is not supported"),
         ({"text": [TEXT], "target_lang": "EN-US", "tag_handling": "markdown"}, "'tag_handling'"),
         ({"text": [TEXT], "target_lang": "EN-US", "glossary_id": "g1"}, "glossaries"),
+        ({"text": [TEXT], "target_lang": "EN-US", "glossary_id": {}}, "glossaries"),
+        ({"text": [TEXT], "target_lang": "EN-US", "auth_key": None}, "'auth_key' must be a string"),
     ],
 )
 async def test_bad_input_is_400_with_a_deepl_error(
@@ -124,8 +126,17 @@ async def test_bad_input_is_400_with_a_deepl_error(
     assert fragment in response.json()["message"]
 
 
-async def test_bad_languages_type_is_400(http: httpx.AsyncClient) -> None:
-    response = await http.get("/v2/languages?type=both")
+@pytest.mark.parametrize(
+    ("query", "body"), [("?type=both", None), ("?type=", None), ("?type=both", {"type": "source"})]
+)
+async def test_bad_languages_type_is_400_even_when_the_body_names_a_good_one(
+    http: httpx.AsyncClient, query: str, body: dict[str, str] | None
+) -> None:
+    response = (
+        await http.post(f"/v2/languages{query}", json=body)
+        if body
+        else await http.get(f"/v2/languages{query}")
+    )
     assert response.status_code == 400
     assert response.json()["detail"] == "invalid_field"
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sse_starlette.sse import AppStatus
 
 from decoding import Bundle
 from server import Settings, create_app
@@ -244,6 +245,32 @@ def test_shutdown_drain_refuses_new_work_and_ends_held_streams(default_bundle: B
         refused = client.post("/v1/translate", json={"text": "我很好。"})
         assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
         assert client.get("/readyz").json() == {"status": "draining"}
+
+
+def test_create_app_leaves_sse_starlettes_process_global_app_status_alone() -> None:
+    assert AppStatus.enable_automatic_graceful_drain is True  # the library's default
+    create_app(Settings())
+    assert AppStatus.enable_automatic_graceful_drain is True and AppStatus.should_exit is False
+
+
+def test_an_sse_stream_is_not_cut_by_sse_starlettes_global_exit_flag(default_bundle: Bundle) -> None:
+    """sse-starlette sets ``AppStatus.should_exit`` for the whole process when any uvicorn server
+    in it exits, and never resets it; liuyi's SSE streams end by their own drain instead."""
+    AppStatus.should_exit = True  # as left behind by another server of this process
+    try:
+        with (
+            LiveServer(Settings(cache_size=0), bundles=[default_bundle]) as live,
+            gated(default_bundle) as gate,
+            httpx.Client(base_url=live.url, timeout=10) as client,
+            client.stream("GET", "/v1/translate/stream", params={"text": QUESTION}) as held,
+        ):
+            lines = held.iter_lines()
+            kinds = [next(line for line in lines if line.startswith("event: "))]
+            gate.open()
+            kinds += [line for line in lines if line.startswith("event: ")]
+    finally:
+        AppStatus.should_exit = False
+    assert kinds[0] == "event: start" and kinds[-1] == "event: done"
 
 
 def test_streams_running_at_shutdown_may_finish_within_the_grace_period(default_bundle: Bundle) -> None:

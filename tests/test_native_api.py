@@ -131,6 +131,25 @@ async def test_max_new_tokens_limits_the_output(client: httpx.AsyncClient) -> No
     assert body["usage"]["output_tokens"] == 2 and body["finish_reason"] == "length"
 
 
+async def test_max_new_tokens_may_be_an_integral_number_as_json_schema_counts_them(
+    client: httpx.AsyncClient,
+) -> None:
+    body = (
+        await client.post("/v1/translate", json={"text": "你喜欢吃苹果吗？", "max_new_tokens": 2.0})
+    ).json()
+    assert body["usage"]["output_tokens"] == 2
+
+
+async def test_auto_source_never_guesses_a_language_no_model_translates_from(
+    client: httpx.AsyncClient,
+) -> None:
+    """With only zh->en loaded, English text with source "auto" goes to that model (as a text
+    without letters does) instead of failing with "no model translates en->zh"."""
+    response = await client.post("/v1/translate", json={"text": "Hello there"})
+    assert response.status_code == 200, response.text
+    assert (response.json()["source"], response.json()["target"]) == ("zh", "en")
+
+
 async def test_models_health_and_readiness(client: httpx.AsyncClient) -> None:
     models = (await client.get("/v1/models")).json()["data"]
     assert [(m["id"], m["direction"], m["aliases"]) for m in models] == [

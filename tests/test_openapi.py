@@ -21,7 +21,7 @@ from decoding import Bundle, DecodingError, normalize_language
 from server import Settings, create_app
 from server._error_codes import ErrorCode
 from server._errors import to_api_error
-from server._openapi import LANGUAGE_ALIASES
+from server._openapi_schema import LANGUAGE_ALIASES
 
 SERVER_DIR = Path(__file__).resolve().parent.parent / "server"
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
