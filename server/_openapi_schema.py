@@ -8,15 +8,14 @@ import inspect
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+from decoding import CLIENT_SPELLINGS
+
 Schema = dict[str, Any]
 JSON = "application/json"
 SSE = "text/event-stream"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-# What clients may send for each language (decoding/_languages.py; case-insensitive, "_" == "-").
-LANGUAGE_ALIASES = {
-    "zh": ("zh", "zh-CN", "zh-Hans", "zh-SG", "zh-TW", "zh-Hant", "zh-HK", "cmn", "zho", "chi", "chinese"),
-    "en": ("en", "en-US", "en-GB", "eng", "english"),
-}
+# What clients may send for each language (case-insensitive, "_" == "-"): the languages' one table.
+LANGUAGE_ALIASES = CLIENT_SPELLINGS
 
 
 def language_names(languages: Collection[str]) -> list[str]:
