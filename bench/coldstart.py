@@ -10,6 +10,11 @@ numbers are those of a replica that has served.
 ``--phases`` also splits the start in a fresh process: imports, manifest (with the checksums the
 server verifies), tokenizer, ONNX sessions, warm-up — so a reader sees where the time goes.
 
+``--external-data`` adds, for each bundle, a copy whose graphs keep their weights in a separate
+file (ONNX external data; the manifest lists and checksums it) and measures both side by side.
+ONNX Runtime memory-maps external initializers instead of copying them out of the parsed model,
+so the weights it does not repack are never duplicated in the process's own memory.
+
 The page cache is warm (each bundle is started once before timing): this is a replica restarting
 on a node that has the model on disk, not a first download.
 
@@ -48,6 +53,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="the server's ONNX Runtime threads")
     parser.add_argument("--port", type=int, default=8795)
     parser.add_argument("--phases", action="store_true", help="also time each phase of a start in-process")
+    parser.add_argument(
+        "--external-data", action="store_true", help="also measure a copy with the weights as external data"
+    )
     parser.add_argument("--out", type=Path, default=OUT / "coldstart.md")
     parser.add_argument("--phase-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -56,7 +64,9 @@ def main() -> int:
         return 0
     from decoding import bundled_models
 
-    models = args.model or bundled_models()[:1]
+    models = list(args.model or bundled_models()[:1])
+    if args.external_data:
+        models = [variant for model in models for variant in (model, external_data_copy(model))]
     machine = machine_report()
     progress(machine)
     for model in models:  # warm the page cache: every timed start reads the files from memory
@@ -112,6 +122,36 @@ def start_once(model: Path, args: argparse.Namespace) -> dict[str, float]:
         process.terminate()
         process.wait(30)
     return {"ready_s": ready, **memory}
+
+
+def external_data_copy(bundle: Path) -> Path:
+    """``bundle`` with each graph's initializers moved to ``<graph>.data`` (made once, in bench/out)."""
+    import hashlib
+    import shutil
+
+    import onnx
+
+    copy = OUT / f"{bundle.name}-external-data"
+    if (copy / "manifest.json").is_file():
+        return copy
+    progress(f"writing {copy.name}")
+    partial = copy.with_name(copy.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    for name in list(manifest["files"]):
+        if not name.endswith(".onnx"):
+            shutil.copy(bundle / name, partial / name)
+            continue
+        graph = onnx.load(str(bundle / name))
+        onnx.save_model(graph, str(partial / name), save_as_external_data=True, location=name + ".data")
+        del graph
+        for written in (name, name + ".data"):
+            digest = hashlib.sha256((partial / written).read_bytes()).hexdigest()
+            manifest["files"][written] = {"sha256": digest, "bytes": (partial / written).stat().st_size}
+    (partial / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False))
+    partial.rename(copy)
+    return copy
 
 
 def status(pid: int | str = "self") -> dict[str, float]:
