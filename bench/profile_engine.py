@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._engine_workers import TTFT_SENTENCE
+from bench._machine import machine_report
 from bench._models import opus_mt_bundle
 from decoding import DecodeOptions, LoadOptions, RuntimeOptions, load_bundle
 
@@ -27,6 +28,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    print(machine_report())  # a number without its CPU means nothing (see bench/_machine.py)
     bundle = load_bundle(
         opus_mt_bundle(int8=True),
         options=LoadOptions(

@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._machine import machine_report
 from bench._models import opus_mt_bundle
 from decoding import DecodeBatch, GreedySequence, LoadOptions, RuntimeOptions, advance_batch, load_bundle
 
@@ -34,6 +35,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--int8", action="store_true")
     args = parser.parse_args()
+    print(machine_report())  # a number without its CPU means nothing (see bench/_machine.py)
 
     bundle = load_bundle(
         opus_mt_bundle(int8=args.int8),
