@@ -2,7 +2,8 @@
 
 A bad manifest fails at load time naming the exact key that is wrong (``decoder.state[0].initial:
 ...``), and every file the manifest lists is checked against its size and sha256 before anything
-opens it. Whether the graphs match what the manifest says is checked later, by ``_graphs.py``.
+opens it (the sha256 once per file version: ``_checksums.py``). Whether the graphs match what
+the manifest says is checked later, by ``_graphs.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._checksums import verify_files
 from ._errors import BundleFileMissingError, ChecksumMismatchError, ManifestError
 from ._languages import LANGUAGES
 from ._manifest import (
@@ -27,7 +29,6 @@ from ._manifest import (
     SpecialTokens,
     StateTensor,
     TokenizerSpec,
-    sha256_file,
 )
 
 
@@ -55,8 +56,8 @@ def load_manifest(bundle_dir: Path, *, verify_checksums: bool = True) -> Manifes
             raise ChecksumMismatchError(
                 bundle_dir, f"size {file_path.stat().st_size} bytes, manifest says {entry.bytes}", file=name
             )
-        if verify_checksums and sha256_file(file_path) != entry.sha256:
-            raise ChecksumMismatchError(bundle_dir, "sha256 differs from the manifest", file=name)
+    if verify_checksums:
+        verify_files(bundle_dir, manifest.files)
     return manifest
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from decoding import (
     ChecksumMismatchError,
     GraphMismatchError,
     ManifestError,
+    _checksums,
     bundled_models,
     load_bundle,
 )
@@ -158,3 +160,56 @@ def test_every_bundle_error_has_a_stable_code() -> None:
         )
     }
     assert len(codes) == 5 and all(code.startswith("bundle_") for code in codes)
+
+
+class TestChecksumsOncePerFileVersion:
+    """A big bundle is hashed once; later loads hash only files that changed since (``_checksums.py``)."""
+
+    @pytest.fixture
+    def hashed(self, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+        """Every big-bundle rule applies to the tiny test bundle; the names of the files hashed."""
+        names: list[str] = []
+
+        def counting_sha256(path: Path) -> str:
+            names.append(path.name)
+            return sha256_file(path)
+
+        monkeypatch.setattr(_checksums, "STAMP_FROM_BYTES", 0)
+        monkeypatch.setattr(_checksums, "sha256_file", counting_sha256)
+        return names
+
+    def test_a_second_load_hashes_nothing(self, bundle_copy: Path, hashed: list[str]) -> None:
+        load_bundle(bundle_copy)
+        assert sorted(hashed) == sorted(json.loads((bundle_copy / "manifest.json").read_text())["files"])
+        hashed.clear()
+        load_bundle(bundle_copy)
+        assert hashed == []
+
+    def test_a_file_rewritten_with_its_old_size_and_mtime_is_hashed_again(
+        self, bundle_copy: Path, hashed: list[str]
+    ) -> None:
+        load_bundle(bundle_copy)
+        vocab = bundle_copy / "vocab.json"
+        before = vocab.stat()
+        data = bytearray(vocab.read_bytes())
+        data[10] ^= 1
+        vocab.write_bytes(bytes(data))
+        os.utime(vocab, ns=(before.st_atime_ns, before.st_mtime_ns))  # ctime still moves
+        hashed.clear()
+        with pytest.raises(ChecksumMismatchError, match=r"file 'vocab.json': sha256 differs"):
+            load_bundle(bundle_copy)
+        assert hashed == ["vocab.json"]
+
+    def test_a_stamp_that_cannot_be_written_or_read_only_costs_hashing(
+        self, bundle_copy: Path, hashed: list[str]
+    ) -> None:
+        (bundle_copy / _checksums.STAMP_NAME).mkdir()  # as good as a read-only directory, even for root
+        load_bundle(bundle_copy)
+        first = len(hashed)
+        load_bundle(bundle_copy)
+        assert first > 0 and len(hashed) == 2 * first
+        assert [p.name for p in bundle_copy.iterdir() if p.name.endswith(".tmp")] == []
+
+    def test_small_bundles_get_no_stamp(self, bundle_copy: Path) -> None:
+        load_bundle(bundle_copy)
+        assert not (bundle_copy / _checksums.STAMP_NAME).exists()
