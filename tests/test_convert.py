@@ -167,3 +167,28 @@ def test_a_hub_cache_snapshot_is_named_after_its_repository(tiny_marian_dir: Pat
     shutil.copytree(tiny_marian_dir, snapshot)
     manifest = load_bundle(convert_checkpoint(snapshot, tmp_path / "out")).manifest
     assert (manifest.name, manifest.direction) == ("opus-mt-en-zh", "en-zh")
+
+
+def test_self_attention_projects_query_key_and_value_in_one_int8_matmul(
+    tiny_marian_dir: Path, tmp_path: Path
+) -> None:
+    """One quantization of the layer's input and one wide integer matmul per step, not three: the
+    attention op gets query|key|value packed, in both the float32 and the int8 bundle."""
+    import onnx
+
+    for int8 in (False, True):
+        bundle = convert_checkpoint(tiny_marian_dir, tmp_path / f"int8-{int8}", int8=int8)
+        graph = onnx.load(str(bundle / "decoder.onnx")).graph
+        attention = [node for node in graph.node if node.op_type == "GroupQueryAttention"]
+        layers = sum(1 for node in graph.input if node.name.startswith("cache_key_"))
+        assert len(attention) == layers
+        assert all(list(node.input[1:3]) == ["", ""] for node in attention)
+        produced_by = {out: node for node in graph.node for out in node.output}
+        weights = {init.name: list(init.dims) for init in graph.initializer}
+        for node in attention:
+            producer = produced_by[node.input[0]]
+            while producer.op_type in ("Add", "Mul", "Cast"):  # bias, int8 rescaling
+                producer = produced_by[producer.input[0]]
+            assert producer.op_type == ("MatMulInteger" if int8 else "MatMul")
+            width, packed = weights[producer.input[1]]
+            assert packed == 3 * width  # query, key and value columns side by side

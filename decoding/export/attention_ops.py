@@ -152,8 +152,9 @@ def _register_contrib_schemas() -> None:
             doc="ONNX Runtime contrib op (subset used by liuyi)",
             inputs=[
                 param("query", "T"),
-                param("key", "T"),
-                param("value", "T"),
+                # optional as in ONNX Runtime: the torch-free exporter packs q|k|v into ``query``
+                param("key", "T", param_option=optional),
+                param("value", "T", param_option=optional),
                 param("past_key", "T"),
                 param("past_value", "T"),
                 param("seqlens_k", "M"),

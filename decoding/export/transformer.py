@@ -13,6 +13,9 @@ get back the two graphs a bundle runs — no torch involved. Marian (post-norm) 
   updated_key_i/updated_value_i: the caches, written in place when the host binds each cache as
   both input and output.
 
+Self-attention projects query, key and value with one matmul (weights stacked): the int8 graph
+then quantizes the layer's input once and runs one wide integer matmul instead of three narrow ones.
+
 Attention uses ONNX Runtime's fused CPU kernels (``com.microsoft`` domain): ``GroupQueryAttention``
 appends the step's key/value to the cache at each row's ``seqlens_k`` and attends to that row's
 filled positions only, so rows of different lengths share one buffer; ``MultiHeadAttention`` with a
@@ -146,7 +149,8 @@ def build_encoder(
 
         def self_attention(h: str, name: str = name, layer: Layer = layer) -> str:
             a = layer.self_attn
-            q, k, v = (g.linear(h, f"{name}.self_attn.{p}", *_wb(getattr(a, p))) for p in "qkv")
+            qkv = g.linear(h, f"{name}.self_attn.qkv", *_stacked([a.q, a.k, a.v]))
+            q, k, v = g.node("Split", [qkv, g.const([model.width] * 3)], outputs=3, axis=-1)
             out = g.node(
                 "MultiHeadAttention",
                 [q, k, v, "", key_mask],
@@ -210,10 +214,11 @@ def build_decoder(
 
         def self_attention(h: str, name: str = name, layer: Layer = layer, i: int = i) -> str:
             a = layer.self_attn
-            q, k, v = (g.linear(h, f"{name}.self_attn.{p}", *_wb(getattr(a, p))) for p in "qkv")
+            # packed query|key|value (GQA splits it): one matmul instead of three
+            qkv = g.linear(h, f"{name}.self_attn.qkv", *_stacked([a.q, a.k, a.v]))
             out = g.node(
                 "GroupQueryAttention",
-                [q, k, v, f"cache_key_{i}", f"cache_value_{i}", seqlens, total],
+                [qkv, "", "", f"cache_key_{i}", f"cache_value_{i}", seqlens, total],
                 outputs=[g._fresh("gqa"), f"updated_key_{i}", f"updated_value_{i}"],
                 domain=MICROSOFT,
                 num_heads=heads,
@@ -289,6 +294,16 @@ def _norm(g: GraphBuilder, name: str, norm: Norm, x: str) -> str:
 
 def _wb(linear: Linear) -> tuple[np.ndarray, np.ndarray | None]:
     return linear.weight, linear.bias
+
+
+def _stacked(parts: list[Linear]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Projections of the same input as one (weights stacked on the output axis). A step then quantizes
+    its input and enters the integer matmul once, with one wide matrix that splits evenly between
+    threads. Exact: int8 weights are scaled per output channel, so each keeps its own scale."""
+    weight = np.concatenate([p.weight for p in parts])
+    if all(p.bias is None for p in parts):
+        return weight, None
+    return weight, np.concatenate([_bias(p) for p in parts])
 
 
 def _bias(linear: Linear) -> np.ndarray:
