@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.engine import BATCH_SENTENCES, TTFT_SENTENCE
+from bench._engine_workers import BATCH_SENTENCES, TTFT_SENTENCE
 from decoding import (
     Bundle,
     DecodeBatch,
