@@ -24,44 +24,42 @@ from .._manifest import (
     file_entries,
     write_manifest,
 )
-from ._common import quantize_int8
+from ._common import move_weights_beside, quantize_int8
 from .transformer import Transformer, build_decoder, build_encoder, graph_names
 
 GRAPHS = ("encoder.onnx", "decoder.onnx")
-# A protobuf message cannot exceed 2 GiB: larger graphs (NLLB-600M's decoder holds two 1 GB
-# vocabulary matrices) keep their weights in "<graph>.data" next to the graph.
-EXTERNAL_DATA_BYTES = 1 << 30
 
 
 def write_graphs(model: Transformer, output_dir: Path) -> list[str]:
-    """Build, save and check ``encoder.onnx`` and ``decoder.onnx`` (float32).
+    """Build, save and check ``encoder.onnx`` and ``decoder.onnx`` (float32), each with its weights
+    in ``<graph>.data``: memory-mapped by ONNX Runtime (see :func:`move_weights_beside`), past
+    protobuf's 2 GiB limit (NLLB-600M's decoder holds two 1 GB vocabulary matrices), and a 3 GB
+    graph is never held in memory twice while it is written.
 
     Returns:
-        the extra files written besides the two graphs (external weight files), for the manifest.
+        the weight files written besides the two graphs, for the manifest.
     """
-    external = model.nbytes > EXTERNAL_DATA_BYTES
     for build, name in ((build_encoder, "encoder.onnx"), (build_decoder, "decoder.onnx")):
         path, data = output_dir / name, output_dir / f"{name}.data"
-        if external:
-            with data.open("wb") as stream:
-                onnx.save(build(model, data=stream, data_name=data.name), str(path))
-        else:
-            onnx.save(build(model), str(path))
+        with data.open("wb") as stream:
+            onnx.save(build(model, data=stream, data_name=data.name), str(path))
         onnx.checker.check_model(str(path))  # by path: works with external data
-    return [f"{name}.data" for name in GRAPHS] if external else []
+    return [f"{name}.data" for name in GRAPHS]
 
 
 def quantize_graphs(output_dir: Path) -> list[str]:
     """Quantize both graphs to int8 in place. Call it after the float32 weights are released (the
-    quantizer holds a graph twice). int8 weights are a quarter of the size: one file per graph again.
+    quantizer holds a graph twice). The int8 weights go to ``<graph>.data`` again.
 
     Returns:
-        the extra files left besides the two graphs (none).
+        the weight files besides the two graphs, for the manifest.
     """
+    written = []
     for name in GRAPHS:
         quantize_int8(output_dir / name)
-        (output_dir / f"{name}.data").unlink(missing_ok=True)
-    return []
+        (output_dir / f"{name}.data").unlink(missing_ok=True)  # the float32 weights
+        written.append(move_weights_beside(output_dir / name))
+    return written
 
 
 def graph_specs(layers: int) -> tuple[EncoderSpec, DecoderSpec]:
