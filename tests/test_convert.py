@@ -158,6 +158,7 @@ def test_every_graph_keeps_its_weights_beside_it_for_onnx_runtime_to_map(
         bundle = load_bundle(out)
         for graph in ("encoder.onnx", "decoder.onnx"):
             assert f"{graph}.data" in bundle.manifest.files
+            assert (out / f"{graph}.data").stat().st_mode == (out / graph).stat().st_mode, "same readers"
             weights = onnx.load(str(out / graph), load_external_data=False).graph.initializer
             inline = [w.name for w in weights if w.data_location != onnx.TensorProto.EXTERNAL]
             assert all(len(w.raw_data) < 4096 for w in weights if w.name in inline), (int8, graph)

@@ -71,6 +71,7 @@ def move_weights_beside(path: Path) -> str:
     graph = onnx.load(str(path))  # with any external data it already has, read into memory
     data.unlink(missing_ok=True)  # the writer appends
     onnx.save_model(graph, str(path), save_as_external_data=True, location=data.name)
+    data.chmod(path.stat().st_mode & 0o777)  # onnx creates it 0600; readable by whoever may read the graph
     return data.name
 
 
