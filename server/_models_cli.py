@@ -146,9 +146,17 @@ def _list_local(store: Any) -> int:
         r = m.record
         print(
             f"{r.name}\t{r.repo}@{r.revision}\t{r.commit[:12]}\t{'int8' if r.int8 else 'fp32'}\t"
-            f"{human_bytes(m.bytes)}\t{'ok' if m.intact else 'damaged (pull again)'}\t{m.path}"
+            f"{_directions(m.path) if m.intact else '-'}\t{human_bytes(m.bytes)}\t"
+            f"{'ok' if m.intact else 'damaged (pull again)'}\t{m.path}"
         )
     return 0
+
+
+def _directions(bundle: Path) -> str:
+    """Every direction the bundle serves ("zh-en,en-zh" for NLLB), as the server will route them."""
+    from decoding import load_manifest
+
+    return ",".join(load_manifest(bundle, verify_checksums=False).served_directions)
 
 
 def _list_catalogue(store: Any) -> int:

@@ -246,7 +246,7 @@ def test_models_local_lists_pulled_bundles_and_rm_removes_them(
     commit = hub.repos[REPO].commit
     listed = liuyi("models", "--local", env=homes.env(hub))
     [line] = listed.stdout.splitlines()
-    assert line.split("\t")[:4] == ["opus-mt-zh-en", f"{REPO}@main", commit[:12], "fp32"]
+    assert line.split("\t")[:5] == ["opus-mt-zh-en", f"{REPO}@main", commit[:12], "fp32", "zh-en"]
     assert liuyi("rm", "opus-mt-zh-en", "--int8", env=homes.env(hub)).returncode == 1  # no int8 bundle
     removed = liuyi("rm", "opus-mt-zh-en", env=homes.env(hub))
     assert removed.returncode == 0 and homes.bundles() == []
