@@ -3,30 +3,26 @@ schemas (generated from ``_wire.py`` plus those facts) and the native operations
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import _native as native
 from . import _wire_examples as examples
 from ._openapi_schema import (
     LANGUAGE_ALIASES,
     SSE,
     Schema,
-    header_ref,
-    json_content,
+    header_refs,
+    json_body,
     json_response,
     json_text,
     operation,
     prop,
-    ref,
     sse_event,
 )
 from ._settings import Settings
 from ._streaming import NDJSON, STREAM_HEADERS
-from ._wire import NATIVE_MODELS
-from ._wire_errors import error_code_schema, error_refs
-from ._wire_schema import SchemaSet
+from ._wire_schema import ref
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,7 +33,7 @@ class Facts:
     models: tuple[tuple[str, str], ...]  # (bundle name, direction) of every loaded model
     max_input_chars: int  # the smallest limit of the loaded bundles
     directions: tuple[tuple[str, str], ...]  # (source, target) of every direction served
-    served: frozenset[tuple[str, str]]  # (path, METHOD) of every route the app serves
+    served: Mapping[tuple[str, str], Callable[..., Any]]  # (path, METHOD) -> handler of every route
     metrics: tuple[tuple[str, str, str], ...]  # (name, type, help) of every Prometheus metric
 
     @property
@@ -80,12 +76,13 @@ def language_schema(role: str, languages: Collection[str], *, auto: bool) -> Sch
     return schema
 
 
+TIMED = ("Server-Timing", "X-Request-ID")  # the headers of a finished translation
 EVENTS = ("start", "delta", "segment", "done", "error")  # what SSE names in `event:` (pings are comments)
 
 
-def native_schemas(facts: Facts) -> dict[str, Schema]:
-    """Generated from the wire models, plus what depends on this app: its languages and limit."""
-    schemas = SchemaSet({"ErrorCode": error_code_schema()}).add(*NATIVE_MODELS).components
+def native_schemas(schemas: dict[str, Schema], facts: Facts) -> None:
+    """Adds to the schemas generated from the wire models what depends on this app: its languages
+    and limit."""
     languages = sorted(facts.sources | facts.targets)
     schemas["Language"] = {**schemas["Language"], "enum": languages}
     schemas["SourceLanguage"] = language_schema("Language of `text`:", facts.sources, auto=True)
@@ -94,11 +91,14 @@ def native_schemas(facts: Facts) -> dict[str, Schema]:
     limit = facts.max_input_chars
     text["description"] = f"At most {limit} characters (413 `text_too_long` beyond). {text['description']}"
     text["maxLength"] = limit
-    return schemas
 
 
 # ---------------------------------------------------------------------------------------------
-# Headers and parameters
+# Headers, parameters and paths
+
+
+def header(text: str, schema: Schema, example: Any = None) -> Schema:
+    return {"description": text, "schema": schema, **({"example": example} if example is not None else {})}
 
 
 def header_components(facts: Facts) -> dict[str, Schema]:
@@ -107,30 +107,21 @@ def header_components(facts: Facts) -> dict[str, Schema]:
         "X-Accel-Buffering": "Tells nginx not to buffer the stream, so events arrive as they are made.",
     }
     return {
-        **{
-            name: {"description": purposes[name], "schema": {"const": value}}
-            for name, value in STREAM_HEADERS.items()
-        },
-        "X-Request-ID": {
-            "description": "The request id (also `id` in the body and `start` event), as in the server log.",
-            "schema": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-        },
-        "Server-Timing": {
-            "description": "Queue wait, time to first token and total time in milliseconds "
+        **{name: header(purposes[name], {"const": value}) for name, value in STREAM_HEADERS.items()},
+        "X-Request-ID": header(
+            "The request id (also `id` in the body and `start` event), as in the server log.",
+            {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+        ),
+        "Server-Timing": header(
+            "Queue wait, time to first token and total time in milliseconds "
             "(shown by browser developer tools).",
-            "schema": {"type": "string"},
-            "example": "queue;dur=0.234, ttft;dur=1.146, total;dur=3.249",
-        },
-        "Retry-After": {
-            "description": "Seconds to wait before retrying.",
-            "schema": {"type": "integer", "minimum": 0},
-            "example": facts.settings.retry_after,
-        },
-        "Allow": {
-            "description": "The methods the path accepts.",
-            "schema": {"type": "string"},
-            "example": "POST",
-        },
+            {"type": "string"},
+            "queue;dur=0.234, ttft;dur=1.146, total;dur=3.249",
+        ),
+        "Retry-After": header(
+            "Seconds to wait before retrying.", {"type": "integer", "minimum": 0}, facts.settings.retry_after
+        ),
+        "Allow": header("The methods the path accepts.", {"type": "string"}, "POST"),
     }
 
 
@@ -146,10 +137,6 @@ def query_parameters(request: Schema) -> list[Schema]:
         }
         for name, schema in request["properties"].items()
     ]
-
-
-# ---------------------------------------------------------------------------------------------
-# Native paths
 
 
 def stream_response(facts: Facts, *, ndjson: bool) -> Schema:
@@ -174,89 +161,62 @@ def stream_response(facts: Facts, *, ndjson: bool) -> Schema:
         }
     return {
         "description": "The translation as it is made. Errors after this point are the final `error` event.",
-        "headers": {name: header_ref(name) for name in (*STREAM_HEADERS, "X-Request-ID")},
+        "headers": header_refs((*STREAM_HEADERS, "X-Request-ID")),
         "content": content,
     }
 
 
-def native_paths(facts: Facts, request_schema: Schema) -> dict[str, Schema]:
+def native_operations(facts: Facts, request_schema: Schema) -> dict[str, Schema]:
+    """liuyi's own operations, by ``METHOD /path``."""
     checks = (400, 401, 413, 500, 503)  # what can fail before a stream's first byte
     options = {"text": "你好。我很好。", "source": "zh-CN", "target": "en", "max_new_tokens": 64}
-    body = {
-        "required": True,
-        "content": json_content(ref("TranslateRequest"), simple={"text": examples.TEXT}, options=options),
+    body = json_body(ref("TranslateRequest"), simple={"text": examples.TEXT}, options=options)
+    resume = [{"$ref": "#/components/parameters/LastEventId"}]
+    ready = json_response(
+        "Ready.", ref("Readiness"), ready={"status": "ready", "models": [n for n, _ in facts.models]}
+    )
+    not_ready = {
+        "503": json_response(
+            "Not ready (this body, no error body, no Retry-After).",
+            ref("Readiness"),
+            draining={"status": "draining"},
+        )
     }
-    last_event_id = {"$ref": "#/components/parameters/LastEventId"}
-    ready = {"status": "ready", "models": [name for name, _ in facts.models]}
     metrics_text = {"description": "The metrics.", "content": {"text/plain": {"schema": {"type": "string"}}}}
     reply = examples.translate_reply(facts.model)
-    timed = ("Server-Timing", "X-Request-ID")
+    translated = json_response("The translation.", ref("TranslateResponse"), TIMED, example=reply)
+    stream, sse = stream_response(facts, ndjson=True), stream_response(facts, ndjson=False)
     return {
-        "/v1/translate": {
-            "post": operation(
-                "translation",
-                "translate",
-                native.translate,
-                {
-                    "200": json_response("The translation.", ref("TranslateResponse"), timed, example=reply),
-                    **error_refs("native", (*checks, 415, 504)),
-                },
-                requestBody=body,
-            )
-        },
-        "/v1/translate/stream": {
-            "get": operation(
-                "translation",
-                "translateStreamGet",
-                native.translate_stream,
-                {"200": stream_response(facts, ndjson=False), **error_refs("native", checks)},
-                summary="Stream a translation (SSE, for EventSource)",
-                preface="For the browser's `EventSource`: the fields of TranslateRequest are query "
-                "parameters, the API key (if any) is `api_key`, and the response is always SSE.\n\n",
-                parameters=[*query_parameters(request_schema), last_event_id],
-            ),
-            "post": operation(
-                "translation",
-                "translateStream",
-                native.translate_stream,
-                {"200": stream_response(facts, ndjson=True), **error_refs("native", (*checks, 415))},
-                parameters=[last_event_id],
-                requestBody=body,
-            ),
-        },
-        "/v1/models": open_get(
-            "models", "listModels", native.models, json_response("The models.", ref("ModelList"))
+        "POST /v1/translate": operation(
+            "translation", "translate", translated, (*checks, 415, 504), requestBody=body
         ),
-        "/healthz": open_get(
-            "operations",
-            "healthz",
-            native.healthz,
-            json_response("Alive.", ref("Health"), ok={"status": "ok"}),
+        "GET /v1/translate/stream": operation(
+            "translation",
+            "translateStreamGet",
+            sse,
+            checks,
+            summary="Stream a translation (SSE, for EventSource)",
+            preface="For the browser's `EventSource`: the fields of TranslateRequest are query "
+            "parameters, the API key (if any) is `api_key`, and the response is always SSE.\n\n",
+            parameters=[*query_parameters(request_schema), *resume],
         ),
-        "/readyz": open_get(
-            "operations",
-            "readyz",
-            native.readyz,
-            json_response("Ready.", ref("Readiness"), ready=ready),
-            {
-                "503": json_response(
-                    "Not ready (this body, no error body, no Retry-After).",
-                    ref("Readiness"),
-                    draining={"status": "draining"},
-                )
-            },
+        "POST /v1/translate/stream": operation(
+            "translation", "translateStream", stream, (*checks, 415), parameters=resume, requestBody=body
         ),
-        "/metrics": open_get(
-            "operations", "metrics", native.metrics, metrics_text, appendix="\n\n" + metrics_table(facts)
+        "GET /v1/models": open_get("models", "listModels", json_response("The models.", ref("ModelList"))),
+        "GET /healthz": open_get(
+            "operations", "healthz", json_response("Alive.", ref("Health"), ok={"status": "ok"})
+        ),
+        "GET /readyz": open_get("operations", "readyz", ready, responses=not_ready),
+        "GET /metrics": open_get(
+            "operations", "metrics", metrics_text, appendix="\n\n" + metrics_table(facts)
         ),
     }
 
 
-def open_get(
-    tag: str, op_id: str, handler: Callable[..., Any], ok: Schema, more: Schema | None = None, **extra: Any
-) -> Schema:
-    """A GET that needs no key."""
-    return {"get": operation(tag, op_id, handler, {"200": ok, **(more or {})}, security=[], **extra)}
+def open_get(tag: str, op_id: str, ok: Schema, **extra: Any) -> Schema:
+    """An operation that needs no key."""
+    return operation(tag, op_id, ok, security=[], **extra)
 
 
 def metrics_table(facts: Facts) -> str:

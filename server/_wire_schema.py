@@ -46,13 +46,21 @@ class Named:
         self.name, self.text = name, text
 
 
-def _prose(docstring: str) -> str:
-    """A docstring as one paragraph per blank-line-separated block (Markdown's reading of it)."""
-    return "\n\n".join(" ".join(block.split()) for block in inspect.cleandoc(docstring).split("\n\n"))
+def prose(docstring: str) -> str:
+    """A docstring as Markdown reads it: hard-wrapped lines joined, paragraphs and ``- `` list items
+    kept apart."""
+    lines: list[str] = []
+    for line in inspect.cleandoc(docstring).splitlines():
+        line = line.strip()
+        if lines and lines[-1] and line and not line.startswith("- "):
+            lines[-1] += " " + line
+        else:
+            lines.append(line)
+    return "\n".join(lines)
 
 
-def ref(name: str) -> Schema:
-    return {"$ref": f"#/components/schemas/{name}"}
+def ref(name: str, description: str | None = None) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}", **({"description": description} if description else {})}
 
 
 class SchemaSet:
@@ -110,7 +118,7 @@ class SchemaSet:
             hints = get_type_hints(model, include_extras=True)
             self.components[name] = {
                 "type": "object",
-                "description": _prose(model.__doc__ or ""),
+                "description": prose(model.__doc__ or ""),
                 "properties": {key: self.of(hint) for key, hint in hints.items()},
                 # from the hints: Python 3.11 misses NotRequired in string annotations
                 "required": [key for key, hint in hints.items() if get_origin(hint) is not NotRequired],
