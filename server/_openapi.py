@@ -95,10 +95,10 @@ TAGS = {
 def build_document(facts: Facts) -> Schema:
     schemas = SchemaSet({"ErrorCode": error_code_schema()}).add(*NATIVE_MODELS, *COMPAT_MODELS).components
     native_schemas(schemas, facts)
-    compat_schemas(schemas, facts.models, facts.sources, facts.targets)
+    compat_schemas(schemas, facts.models, facts.directions)
     document = json_response("The document.", {"type": "object"})
     operations = {
-        **native_operations(facts, schemas["TranslateRequest"]),
+        **native_operations(facts),
         "GET /openapi.json": operation("operations", "openapi", document, security=[]),
         **compat_operations(facts.model),
     }

@@ -7,6 +7,7 @@ differs from the original service. Other fields of the original APIs are accepte
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from . import _wire_examples as examples
 from ._deepl import TARGETS as DEEPL_TARGETS
@@ -23,6 +24,7 @@ from ._openapi_schema import (
     json_response,
     json_text,
     language_names,
+    language_rule,
     operation,
     sse_event,
 )
@@ -36,13 +38,11 @@ OPEN: list[Schema] = []  # no key needed
 
 
 def compat_schemas(
-    schemas: dict[str, Schema],
-    models: Sequence[tuple[str, str]],
-    sources: Collection[str],
-    targets: Collection[str],
+    schemas: dict[str, Schema], models: Sequence[tuple[str, str]], directions: Collection[tuple[str, str]]
 ) -> None:
     """Adds to the schemas generated from the wire models this app's facts: ``models`` (bundle name,
-    direction), the languages they translate from (``sources``) and into (``targets``)."""
+    direction) and the ``directions`` (source, target) they serve."""
+    sources, targets = {s for s, _ in directions}, {t for _, t in directions}
     chat = schemas["ChatCompletionRequest"]["properties"]
     chat["model"]["examples"] = [*(f"liuyi-{d}" for _, d in models), *(n for n, _ in models), *AUTO_MODELS]
     user_turn = {"type": "object", "properties": {"role": {"const": "user"}}, "required": ["role"]}
@@ -55,11 +55,29 @@ def compat_schemas(
     libre = schemas["LibreTranslateRequest"]["properties"]
     libre["source"].update(default="auto", enum=["auto", *language_names(sources), "", None])
     libre["target"]["enum"] = language_names(targets)
+    schemas["LibreTranslateRequest"].update(language_rule(directions, "source", "target", libre_languages))
     deepl = schemas["DeepLTranslateRequest"]["properties"]
     deepl["target_lang"]["enum"] = [code for code, lang in DEEPL_TARGETS.items() if lang in targets]
     deepl["source_lang"]["enum"] = [*(lang.upper() for lang in sorted(sources)), "", None]
+    schemas["DeepLTranslateRequest"].update(
+        language_rule(directions, "source_lang", "target_lang", deepl_codes)
+    )
     for name in ("LibreTranslate", "DeepLTranslate"):
         schemas[f"{name}Form"] = form_fields(schemas[f"{name}Request"])
+
+
+def libre_languages(language: str, field: str) -> list[Any]:
+    """The values of LibreTranslate's ``source`` or ``target`` that select ``language``."""
+    return (
+        ["auto", *language_names([language]), "", None] if field == "source" else language_names([language])
+    )
+
+
+def deepl_codes(language: str, field: str) -> list[Any]:
+    """The values of DeepL's ``source_lang`` or ``target_lang`` that select ``language``."""
+    if field == "source_lang":
+        return [language.upper(), "", None]
+    return [code for code, lang in DEEPL_TARGETS.items() if lang == language]
 
 
 def compat_operations(model: str) -> dict[str, Schema]:

@@ -12,10 +12,12 @@ from ._openapi_schema import (
     LANGUAGE_ALIASES,
     SSE,
     Schema,
+    form_fields,
     header_refs,
     json_body,
     json_response,
     json_text,
+    language_rule,
     operation,
     prop,
     sse_event,
@@ -54,28 +56,31 @@ class Facts:
 # Native schemas
 
 
-def language_schema(role: str, languages: Collection[str], *, auto: bool) -> Schema:
-    """The values this app accepts: only languages its models translate from (``auto``) or into."""
+def language_schema(schema: Schema, role: str, languages: Collection[str], *, auto: bool) -> Schema:
+    """``schema`` with the values this app accepts: languages its models translate from or into."""
     aliases = {lang: names for lang, names in LANGUAGE_ALIASES.items() if lang in languages}
     names = "; ".join(f"`{lang}` (also {', '.join(a[1:])})" for lang, a in aliases.items())
-    accepted = [alias for names_ in aliases.values() for alias in names_]
-    schema = prop(["string", "null"], f"{role} {names}. Case-insensitive; `_` may replace `-`.")
-    if auto:
-        schema["description"] += (
-            " `auto` (the default; also empty or null) guesses from the text: Chinese once Han characters "
-            "are at least a quarter as many as Latin letters; a text without letters (digits, emoji) goes "
-            "to a loaded model. A text guessed to be in a language no model translates from is a 400 "
-            "`unsupported_direction`."
-        )
-        schema["default"] = "auto"
-        accepted = ["auto", *accepted]
-    else:
-        schema["description"] += " Absent, empty or null: the other language of the pair."
-    schema["enum"] = [*accepted, "", None]
-    schema["examples"] = accepted[:3]
-    return schema
+    accepted = [*(["auto"] if auto else []), *(alias for names_ in aliases.values() for alias in names_)]
+    description = f"{role} {names}. Case-insensitive; `_` may replace `-`. {schema['description']}"
+    return {**schema, "description": description, "enum": [*accepted, "", None], "examples": accepted[:3]}
 
 
+def request_languages(language: str, field: str) -> list[Any]:
+    """The values of ``TranslateRequest``'s ``source`` or ``target`` that select ``language``."""
+    return [*(["auto"] if field == "source" else []), *LANGUAGE_ALIASES[language], "", None]
+
+
+# GET /v1/translate/stream: TranslateRequest's fields as query parameters (`?text=...&target=en`),
+# strings like form fields (`null` would be the string "null")
+QUERY = {
+    "name": "request",
+    "in": "query",
+    "style": "form",
+    "explode": True,
+    "required": True,
+    "schema": ref("TranslateQuery"),
+    "example": {"text": examples.TEXT},
+}
 TIMED = ("Server-Timing", "X-Request-ID")  # the headers of a finished translation
 EVENTS = ("start", "delta", "segment", "done", "error")  # what SSE names in `event:` (pings are comments)
 
@@ -85,12 +90,19 @@ def native_schemas(schemas: dict[str, Schema], facts: Facts) -> None:
     and limit."""
     languages = sorted(facts.sources | facts.targets)
     schemas["Language"] = {**schemas["Language"], "enum": languages}
-    schemas["SourceLanguage"] = language_schema("Language of `text`:", facts.sources, auto=True)
-    schemas["TargetLanguage"] = language_schema("Language to translate into:", facts.targets, auto=False)
-    text = schemas["TranslateRequest"]["properties"]["text"]
-    limit = facts.max_input_chars
+    schemas["SourceLanguage"] = language_schema(
+        schemas["SourceLanguage"], "Language of `text`:", facts.sources, auto=True
+    )
+    schemas["TargetLanguage"] = language_schema(
+        schemas["TargetLanguage"], "Language to translate into:", facts.targets, auto=False
+    )
+    request = schemas["TranslateRequest"]
+    request.update(language_rule(facts.directions, "source", "target", request_languages))
+    text, limit = request["properties"]["text"], facts.max_input_chars
     text["description"] = f"At most {limit} characters (413 `text_too_long` beyond). {text['description']}"
     text["maxLength"] = limit
+    spelled = {"source": schemas["SourceLanguage"], "target": schemas["TargetLanguage"]}
+    schemas["TranslateQuery"] = form_fields({**request, "properties": {**request["properties"], **spelled}})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,20 +137,6 @@ def header_components(facts: Facts) -> dict[str, Schema]:
     }
 
 
-def query_parameters(request: Schema) -> list[Schema]:
-    """The fields of ``TranslateRequest`` as query parameters (GET /v1/translate/stream)."""
-    return [
-        {
-            "name": name,
-            "in": "query",
-            "required": name in request["required"],
-            "schema": schema,
-            **({"example": examples.TEXT} if name == "text" else {}),
-        }
-        for name, schema in request["properties"].items()
-    ]
-
-
 def stream_response(facts: Facts, *, ndjson: bool) -> Schema:
     sse = {
         "schema": sse_event(
@@ -166,7 +164,7 @@ def stream_response(facts: Facts, *, ndjson: bool) -> Schema:
     }
 
 
-def native_operations(facts: Facts, request_schema: Schema) -> dict[str, Schema]:
+def native_operations(facts: Facts) -> dict[str, Schema]:
     """liuyi's own operations, by ``METHOD /path``."""
     checks = (400, 401, 413, 500, 503)  # what can fail before a stream's first byte
     options = {"text": "你好。我很好。", "source": "zh-CN", "target": "en", "max_new_tokens": 64}
@@ -198,7 +196,7 @@ def native_operations(facts: Facts, request_schema: Schema) -> dict[str, Schema]
             summary="Stream a translation (SSE, for EventSource)",
             preface="For the browser's `EventSource`: the fields of TranslateRequest are query "
             "parameters, the API key (if any) is `api_key`, and the response is always SSE.\n\n",
-            parameters=[*query_parameters(request_schema), *resume],
+            parameters=[QUERY, *resume],
         ),
         "POST /v1/translate/stream": operation(
             "translation", "translateStream", stream, (*checks, 415), parameters=resume, requestBody=body

@@ -26,6 +26,21 @@ def language_names(languages: Collection[str]) -> list[str]:
     return [alias for lang, aliases in LANGUAGE_ALIASES.items() if lang in languages for alias in aliases]
 
 
+def language_rule(
+    directions: Collection[tuple[str, str]], source: str, target: str, values: Callable[[str, str], list[Any]]
+) -> Schema:
+    """With several directions served, a request's languages must name one of them (``zh`` to ``zh``
+    is refused): ``anyOf`` a branch per direction, where ``values(language, field)`` are the values
+    of field ``source`` or ``target`` that select it. Each field's own ``enum`` lists the languages."""
+    if len(directions) < 2:
+        return {}
+    fields = [(source, 0), (target, 1)]
+    branches = [
+        {"properties": {f: {"enum": values(pair[i], f)} for f, i in fields}} for pair in sorted(directions)
+    ]
+    return {"anyOf": branches}
+
+
 def header_refs(names: Iterable[str]) -> Schema:
     return {name: {"$ref": f"#/components/headers/{name}"} for name in names}
 

@@ -38,8 +38,24 @@ class TranslateRequest(TypedDict):
             pattern=r"\S",
         ),
     ]
-    source: NotRequired[Annotated[str | None, Named("SourceLanguage")]]
-    target: NotRequired[Annotated[str | None, Named("TargetLanguage")]]
+    source: NotRequired[
+        Annotated[
+            str | None,
+            Doc(default="auto"),
+            Named(
+                "SourceLanguage",
+                "`auto` (the default; also empty or null) guesses from the text: Chinese once Han "
+                "characters are at least a quarter as many as Latin letters; a text without letters (digits, "
+                "emoji) goes to a loaded model. A text guessed to be in a language no model translates from "
+                "is a 400 `unsupported_direction`.",
+            ),
+        ]
+    ]
+    target: NotRequired[
+        Annotated[
+            str | None, Named("TargetLanguage", "Absent, empty or null: the other language of the pair.")
+        ]
+    ]
     max_new_tokens: NotRequired[
         Annotated[
             int | None,
