@@ -24,8 +24,8 @@ from ._openapi_schema import (
     json_response,
     json_text,
     language_names,
-    language_rule,
     operation,
+    served_languages,
     sse_event,
 )
 from ._wire_compat import NOT_BLANK
@@ -42,7 +42,6 @@ def compat_schemas(
 ) -> None:
     """Adds to the schemas generated from the wire models this app's facts: ``models`` (bundle name,
     direction) and the ``directions`` (source, target) they serve."""
-    sources, targets = {s for s, _ in directions}, {t for _, t in directions}
     chat = schemas["ChatCompletionRequest"]["properties"]
     chat["model"]["examples"] = [*(f"liuyi-{d}" for _, d in models), *(n for n, _ in models), *AUTO_MODELS]
     user_turn = {"type": "object", "properties": {"role": {"const": "user"}}, "required": ["role"]}
@@ -52,15 +51,9 @@ def compat_schemas(
     schemas["ChatMessage"].update(
         {"if": user_turn, "then": {"required": ["content"], "properties": {"content": visible}}}
     )
-    libre = schemas["LibreTranslateRequest"]["properties"]
-    libre["source"].update(default="auto", enum=["auto", *language_names(sources), "", None])
-    libre["target"]["enum"] = language_names(targets)
-    schemas["LibreTranslateRequest"].update(language_rule(directions, "source", "target", libre_languages))
-    deepl = schemas["DeepLTranslateRequest"]["properties"]
-    deepl["target_lang"]["enum"] = [code for code, lang in DEEPL_TARGETS.items() if lang in targets]
-    deepl["source_lang"]["enum"] = [*(lang.upper() for lang in sorted(sources)), "", None]
-    schemas["DeepLTranslateRequest"].update(
-        language_rule(directions, "source_lang", "target_lang", deepl_codes)
+    served_languages(schemas["LibreTranslateRequest"], directions, ("source", "target"), libre_languages)
+    served_languages(
+        schemas["DeepLTranslateRequest"], directions, ("source_lang", "target_lang"), deepl_codes
     )
     for name in ("LibreTranslate", "DeepLTranslate"):
         schemas[f"{name}Form"] = form_fields(schemas[f"{name}Request"])

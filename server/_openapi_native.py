@@ -17,9 +17,9 @@ from ._openapi_schema import (
     json_body,
     json_response,
     json_text,
-    language_rule,
     operation,
     prop,
+    served_languages,
     sse_event,
 )
 from ._settings import Settings
@@ -42,14 +42,6 @@ class Facts:
     def model(self) -> str:
         """The model named in examples."""
         return self.models[0][0] if self.models else "liuyi"
-
-    @property
-    def sources(self) -> frozenset[str]:
-        return frozenset(source for source, _ in self.directions)
-
-    @property
-    def targets(self) -> frozenset[str]:
-        return frozenset(target for _, target in self.directions)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,16 +80,17 @@ EVENTS = ("start", "delta", "segment", "done", "error")  # what SSE names in `ev
 def native_schemas(schemas: dict[str, Schema], facts: Facts) -> None:
     """Adds to the schemas generated from the wire models what depends on this app: its languages
     and limit."""
-    languages = sorted(facts.sources | facts.targets)
+    sources, targets = {s for s, _ in facts.directions}, {t for _, t in facts.directions}
+    languages = sorted(sources | targets)
     schemas["Language"] = {**schemas["Language"], "enum": languages}
     schemas["SourceLanguage"] = language_schema(
-        schemas["SourceLanguage"], "Language of `text`:", facts.sources, auto=True
+        schemas["SourceLanguage"], "Language of `text`:", sources, auto=True
     )
     schemas["TargetLanguage"] = language_schema(
-        schemas["TargetLanguage"], "Language to translate into:", facts.targets, auto=False
+        schemas["TargetLanguage"], "Language to translate into:", targets, auto=False
     )
     request = schemas["TranslateRequest"]
-    request.update(language_rule(facts.directions, "source", "target", request_languages))
+    served_languages(request, facts.directions, ("source", "target"), request_languages)
     text, limit = request["properties"]["text"], facts.max_input_chars
     text["description"] = f"At most {limit} characters (413 `text_too_long` beyond). {text['description']}"
     text["maxLength"] = limit

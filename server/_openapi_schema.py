@@ -18,6 +18,7 @@ SSE = "text/event-stream"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 # What clients may send for each language (case-insensitive, "_" == "-"): the languages' one table.
 LANGUAGE_ALIASES = CLIENT_SPELLINGS
+Values = Callable[[str, str], list[Any]]  # (language, field) -> the field's values that select it
 FLAVOURS = {"openai": "openai", "libretranslate": "libretranslate", "deepl": "deepl"}  # else native
 
 
@@ -26,19 +27,21 @@ def language_names(languages: Collection[str]) -> list[str]:
     return [alias for lang, aliases in LANGUAGE_ALIASES.items() if lang in languages for alias in aliases]
 
 
-def language_rule(
-    directions: Collection[tuple[str, str]], source: str, target: str, values: Callable[[str, str], list[Any]]
-) -> Schema:
-    """With several directions served, a request's languages must name one of them (``zh`` to ``zh``
-    is refused): ``anyOf`` a branch per direction, where ``values(language, field)`` are the values
-    of field ``source`` or ``target`` that select it. Each field's own ``enum`` lists the languages."""
-    if len(directions) < 2:
-        return {}
-    fields = [(source, 0), (target, 1)]
-    branches = [
-        {"properties": {f: {"enum": values(pair[i], f)} for f, i in fields}} for pair in sorted(directions)
-    ]
-    return {"anyOf": branches}
+def served_languages(
+    schema: Schema, directions: Collection[tuple[str, str]], fields: tuple[str, str], values: Values
+) -> None:
+    """Restricts a request's language ``fields`` (source, target) to the served ``directions``:
+    ``values(language, field)`` are the values of a field that select a language. With several
+    directions, the pair must name one of them (``zh`` to ``zh`` is refused): ``anyOf`` a branch per
+    direction. A field that is a ``$ref`` lists the languages in its component instead."""
+    pairs = sorted(directions)
+    for i, field in enumerate(fields):
+        if "$ref" not in schema["properties"][field]:
+            served = (value for pair in pairs for value in values(pair[i], field))
+            schema["properties"][field]["enum"] = list(dict.fromkeys(served))
+    if len(pairs) > 1:
+        branches = [{f: {"enum": values(pair[i], f)} for i, f in enumerate(fields)} for pair in pairs]
+        schema["anyOf"] = [{"properties": branch} for branch in branches]
 
 
 def header_refs(names: Iterable[str]) -> Schema:

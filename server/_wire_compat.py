@@ -167,7 +167,9 @@ class LibreTranslateRequest(TypedDict):
     """LibreTranslate's translate request (JSON or form fields)."""
 
     q: OneOrMany
-    source: NotRequired[Annotated[str | None, Doc("A language code or `auto` (also when absent or empty).")]]
+    source: NotRequired[
+        Annotated[str | None, Doc("A language code or `auto` (also when absent or empty).", default="auto")]
+    ]
     target: Annotated[str, Doc("The language code to translate into.")]
     format: NotRequired[
         Annotated[
