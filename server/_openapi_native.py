@@ -3,7 +3,7 @@ schemas (generated from ``_wire.py`` plus those facts) and the native operations
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,15 +48,6 @@ class Facts:
 # Native schemas
 
 
-def language_schema(schema: Schema, role: str, languages: Collection[str], *, auto: bool) -> Schema:
-    """``schema`` with the values this app accepts: languages its models translate from or into."""
-    aliases = {lang: names for lang, names in LANGUAGE_ALIASES.items() if lang in languages}
-    names = "; ".join(f"`{lang}` (also {', '.join(a[1:])})" for lang, a in aliases.items())
-    accepted = [*(["auto"] if auto else []), *(alias for names_ in aliases.values() for alias in names_)]
-    description = f"{role} {names}. Case-insensitive; `_` may replace `-`. {schema['description']}"
-    return {**schema, "description": description, "enum": [*accepted, "", None], "examples": accepted[:3]}
-
-
 def request_languages(language: str, field: str) -> list[Any]:
     """The values of ``TranslateRequest``'s ``source`` or ``target`` that select ``language``."""
     return [*(["auto"] if field == "source" else []), *LANGUAGE_ALIASES[language], "", None]
@@ -80,22 +71,14 @@ EVENTS = ("start", "delta", "segment", "done", "error")  # what SSE names in `ev
 def native_schemas(schemas: dict[str, Schema], facts: Facts) -> None:
     """Adds to the schemas generated from the wire models what depends on this app: its languages
     and limit."""
-    sources, targets = {s for s, _ in facts.directions}, {t for _, t in facts.directions}
-    languages = sorted(sources | targets)
+    languages = sorted({lang for direction in facts.directions for lang in direction})
     schemas["Language"] = {**schemas["Language"], "enum": languages}
-    schemas["SourceLanguage"] = language_schema(
-        schemas["SourceLanguage"], "Language of `text`:", sources, auto=True
-    )
-    schemas["TargetLanguage"] = language_schema(
-        schemas["TargetLanguage"], "Language to translate into:", targets, auto=False
-    )
     request = schemas["TranslateRequest"]
     served_languages(request, facts.directions, ("source", "target"), request_languages)
     text, limit = request["properties"]["text"], facts.max_input_chars
     text["description"] = f"At most {limit} characters (413 `text_too_long` beyond). {text['description']}"
     text["maxLength"] = limit
-    spelled = {"source": schemas["SourceLanguage"], "target": schemas["TargetLanguage"]}
-    schemas["TranslateQuery"] = form_fields({**request, "properties": {**request["properties"], **spelled}})
+    schemas["TranslateQuery"] = form_fields(request)
 
 
 # ---------------------------------------------------------------------------------------------

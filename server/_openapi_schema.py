@@ -9,6 +9,7 @@ from typing import Any
 
 from decoding import CLIENT_SPELLINGS
 
+from ._error_codes import FLAVOURS
 from ._wire_errors import error_refs
 from ._wire_schema import prose
 
@@ -19,7 +20,6 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 # What clients may send for each language (case-insensitive, "_" == "-"): the languages' one table.
 LANGUAGE_ALIASES = CLIENT_SPELLINGS
 Values = Callable[[str, str], list[Any]]  # (language, field) -> the field's values that select it
-FLAVOURS = {"openai": "openai", "libretranslate": "libretranslate", "deepl": "deepl"}  # else native
 
 
 def language_names(languages: Collection[str]) -> list[str]:
@@ -33,12 +33,11 @@ def served_languages(
     """Restricts a request's language ``fields`` (source, target) to the served ``directions``:
     ``values(language, field)`` are the values of a field that select a language. With several
     directions, the pair must name one of them (``zh`` to ``zh`` is refused): ``anyOf`` a branch per
-    direction. A field that is a ``$ref`` lists the languages in its component instead."""
+    direction."""
     pairs = sorted(directions)
     for i, field in enumerate(fields):
-        if "$ref" not in schema["properties"][field]:
-            served = (value for pair in pairs for value in values(pair[i], field))
-            schema["properties"][field]["enum"] = list(dict.fromkeys(served))
+        served = (value for pair in pairs for value in values(pair[i], field))
+        schema["properties"][field]["enum"] = list(dict.fromkeys(served))
     if len(pairs) > 1:
         branches = [{f: {"enum": values(pair[i], f)} for i, f in enumerate(fields)} for pair in pairs]
         schema["anyOf"] = [{"properties": branch} for branch in branches]
@@ -120,9 +119,14 @@ def form_fields(schema: Schema) -> Schema:
 
 def operation(tag: str, op_id: str, ok: Schema, errors: Iterable[int] = (), **extra: Any) -> Schema:
     """An operation whose 200 is ``ok`` and whose ``errors`` are liuyi's statuses it can fail with, in
-    its tag's error shape. Summary and description come from the route's handler (:func:`described`);
-    ``preface``, ``appendix`` and ``summary`` in ``extra`` add to or replace them."""
-    responses = {"200": ok, **extra.pop("responses", {}), **error_refs(FLAVOURS.get(tag, "native"), errors)}
+    its tag's error shape (a compatibility API's tag is its flavour). Summary and description come
+    from the route's handler (:func:`described`); ``preface``, ``appendix`` and ``summary`` in
+    ``extra`` add to or replace them."""
+    responses = {
+        "200": ok,
+        **extra.pop("responses", {}),
+        **error_refs(tag if tag in FLAVOURS else "native", errors),
+    }
     return {"tags": [tag], "operationId": op_id, **extra, "responses": responses}
 
 

@@ -41,19 +41,23 @@ class TranslateRequest(TypedDict):
     source: NotRequired[
         Annotated[
             str | None,
-            Doc(default="auto"),
-            Named(
-                "SourceLanguage",
-                "`auto` (the default; also empty or null) guesses from the text: Chinese once Han "
-                "characters are at least a quarter as many as Latin letters; a text without letters (digits, "
-                "emoji) goes to a loaded model. A text guessed to be in a language no model translates from "
-                "is a 400 `unsupported_direction`.",
+            Doc(
+                "Language of `text`: any spelling of a language the models translate from (case-insensitive; "
+                "`_` may replace `-`). `auto` (the default; also empty or null) guesses from the text: "
+                "Chinese once Han characters are at least a quarter as many as Latin letters; a text without "
+                "letters (digits, emoji) goes to a loaded model. A text guessed to be in a language no model "
+                "translates from is a 400 `unsupported_direction`.",
+                default="auto",
             ),
         ]
     ]
     target: NotRequired[
         Annotated[
-            str | None, Named("TargetLanguage", "Absent, empty or null: the other language of the pair.")
+            str | None,
+            Doc(
+                "Language to translate into, as `source` spells it. Absent, empty or null: the other "
+                "language of the pair."
+            ),
         ]
     ]
     max_new_tokens: NotRequired[
