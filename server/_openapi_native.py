@@ -18,7 +18,6 @@ from ._openapi_schema import (
     json_response,
     json_text,
     operation,
-    prop,
     served_languages,
     sse_event,
 )
@@ -90,12 +89,12 @@ def header(text: str, schema: Schema, example: Any = None) -> Schema:
 
 
 def header_components(facts: Facts) -> dict[str, Schema]:
-    purposes = {
-        "Cache-Control": "Streams are never cached.",
-        "X-Accel-Buffering": "Tells nginx not to buffer the stream, so events arrive as they are made.",
-    }
     return {
-        **{name: header(purposes[name], {"const": value}) for name, value in STREAM_HEADERS.items()},
+        "Cache-Control": header("Streams are never cached.", {"const": STREAM_HEADERS["Cache-Control"]}),
+        "X-Accel-Buffering": header(
+            "Tells nginx not to buffer the stream, so events arrive as they are made.",
+            {"const": STREAM_HEADERS["X-Accel-Buffering"]},
+        ),
         "X-Request-ID": header(
             "The request id (also `id` in the body and `start` event), as in the server log.",
             {"type": "string", "pattern": "^[0-9a-f]{16}$"},
@@ -119,8 +118,12 @@ def stream_response(facts: Facts, *, ndjson: bool) -> Schema:
             "Server-sent events: `id: <n>`, `event: <type>` and `data: <StreamEvent JSON>` per event, ids "
             "counting from 0 at `start`; heartbeats are comment lines (`: ping - <time>`).",
             json_text(ref("StreamEvent")),
-            id=prop("string", "The event's index in the stream, from 0.", pattern="^[0-9]+$"),
-            event=prop("string", "The `type` of `data`.", enum=list(EVENTS)),
+            id={
+                "type": "string",
+                "description": "The event's index in the stream, from 0.",
+                "pattern": "^[0-9]+$",
+            },
+            event={"type": "string", "description": "The `type` of `data`.", "enum": list(EVENTS)},
         ),
         "example": examples.sse(facts.model),
     }

@@ -47,10 +47,6 @@ def header_refs(names: Iterable[str]) -> Schema:
     return {name: {"$ref": f"#/components/headers/{name}"} for name in names}
 
 
-def prop(kind: str | list[str], description: str, **extra: Any) -> Schema:
-    return {"type": kind, "description": description, **extra}
-
-
 def array(items: Schema, description: str) -> Schema:
     return {"type": "array", "items": items, "description": description}
 
