@@ -25,6 +25,7 @@ from ._openapi_schema import (
     json_text,
     language_names,
     operation,
+    query_object,
     served_languages,
     sse_event,
 )
@@ -115,6 +116,7 @@ def compat_operations(model: str) -> dict[str, Schema]:
         ref("DeepLTranslateRequest"), ref("DeepLTranslateForm"), en={"text": [text], "target_lang": "EN-US"}
     )
     languages = json_response("The languages.", array(ref("LibreTranslateLanguage"), "Languages."))
+    languages_of = array(ref("DeepLLanguage"), "Languages.")
     return {
         "POST /v1/chat/completions": operation(
             "openai", "chatCompletions", chat_ok, (*TRANSLATING, 404), requestBody=chat_body
@@ -139,24 +141,17 @@ def compat_operations(model: str) -> dict[str, Schema]:
         "POST /v2/translate": operation(
             "deepl", "deeplTranslate", deepl_ok, TRANSLATING, requestBody=deepl_body
         ),
-        **deepl_reads(
-            "/v2/languages", "deeplLanguages", array(ref("DeepLLanguage"), "Languages."), kind=True
-        ),
-        **deepl_reads("/v2/usage", "deeplUsage", ref("DeepLUsage")),
+        **deepl_reads("/v2/languages", "deeplLanguages", languages_of, "DeepLLanguagesRequest"),
+        **deepl_reads("/v2/usage", "deeplUsage", ref("DeepLUsage"), "DeepLUsageRequest"),
     }
 
 
-def deepl_reads(path: str, op_id: str, schema: Schema, *, kind: bool = False) -> dict[str, Schema]:
-    """/v2/languages and /v2/usage: GET or POST, parameters in the query or in a body."""
-    names: dict[str, Schema] = {"auth_key": {"type": "string", "description": "Legacy way to send the key."}}
-    if kind:
-        names["type"] = {"type": "string", "enum": ["source", "target"], "default": "source"}
-    parameters = [{"name": name, "in": "query", "schema": value} for name, value in names.items()]
-    body = {"required": False, "content": fields_body({"type": "object", "properties": names})["content"]}
+def deepl_reads(path: str, op_id: str, schema: Schema, request: str) -> dict[str, Schema]:
+    """/v2/languages and /v2/usage: GET or POST, the fields of ``request`` in the query or a body."""
+    query = {"parameters": [query_object(request)]}
+    body = {**fields_body(ref(request)), "required": False}
     ok = json_response("The answer.", schema)
     return {
-        f"GET {path}": operation("deepl", op_id, ok, READING, parameters=parameters),
-        f"POST {path}": operation(
-            "deepl", f"{op_id}Post", ok, READING, parameters=parameters, requestBody=body
-        ),
+        f"GET {path}": operation("deepl", op_id, ok, READING, **query),
+        f"POST {path}": operation("deepl", f"{op_id}Post", ok, READING, requestBody=body, **query),
     }

@@ -18,6 +18,7 @@ from ._openapi_schema import (
     json_response,
     json_text,
     operation,
+    query_object,
     served_languages,
     sse_event,
 )
@@ -54,15 +55,7 @@ def request_languages(language: str, field: str) -> list[Any]:
 
 # GET /v1/translate/stream: TranslateRequest's fields as query parameters (`?text=...&target=en`),
 # strings like form fields (`null` would be the string "null")
-QUERY = {
-    "name": "request",
-    "in": "query",
-    "style": "form",
-    "explode": True,
-    "required": True,
-    "schema": ref("TranslateQuery"),
-    "example": {"text": examples.TEXT},
-}
+QUERY = query_object("TranslateQuery", required=True, example={"text": examples.TEXT})
 TIMED = ("Server-Timing", "X-Request-ID")  # the headers of a finished translation
 EVENTS = ("start", "delta", "segment", "done", "error")  # what SSE names in `event:` (pings are comments)
 

@@ -43,6 +43,20 @@ def served_languages(
         schema["anyOf"] = [{"properties": branch} for branch in branches]
 
 
+def query_object(name: str, *, required: bool = False, **extra: Any) -> Schema:
+    """The fields of request model ``name`` as query parameters (``?a=1&b=2``): one object, exploded."""
+    schema = {"$ref": f"#/components/schemas/{name}"}
+    return {
+        "name": name,
+        "in": "query",
+        "style": "form",
+        "explode": True,
+        "required": required,
+        "schema": schema,
+        **extra,
+    }
+
+
 def header_refs(names: Iterable[str]) -> Schema:
     return {name: {"$ref": f"#/components/headers/{name}"} for name in names}
 

@@ -282,6 +282,18 @@ class DeepLTranslateRequest(TypedDict):
     auth_key: NotRequired[Annotated[str, Doc("Legacy way to send the key.")]]
 
 
+class DeepLUsageRequest(TypedDict):
+    """/v2/usage's fields, in the query or a body."""
+
+    auth_key: NotRequired[Annotated[str, Doc("Legacy way to send the key.")]]
+
+
+class DeepLLanguagesRequest(DeepLUsageRequest):
+    """/v2/languages' fields, in the query or a body."""
+
+    type: NotRequired[Annotated[Literal["source", "target"], Doc(default="source")]]
+
+
 class DeepLTranslation(TypedDict):
     """A translation."""
 
@@ -331,6 +343,8 @@ COMPAT_MODELS = (
     LibreTranslateError,
     DeepLTranslateRequest,
     DeepLTranslateResponse,
+    DeepLLanguagesRequest,
+    DeepLUsageRequest,
     DeepLLanguage,
     DeepLUsage,
     DeepLError,
