@@ -29,8 +29,7 @@ from ._openapi_schema import (
     served_languages,
     sse_event,
 )
-from ._wire_compat import NOT_BLANK
-from ._wire_schema import ref
+from ._wire_schema import NOT_BLANK, ref
 
 VISIBLE = {"properties": {"text": {"pattern": NOT_BLANK}}}  # a text part with a visible character
 TRANSLATING = (400, 401, 413, 415, 500, 503, 504)  # what a translating endpoint can fail with

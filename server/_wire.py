@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Literal, NotRequired, TypedDict, Union
 
 from ._error_codes import ErrorCode
-from ._wire_schema import Doc, Named
+from ._wire_schema import NOT_BLANK, Doc, Named
 
 Language = Annotated[str, Named("Language", "A language code, resolved (never `auto`).")]
 FinishReason = Annotated[
@@ -35,7 +35,7 @@ class TranslateRequest(TypedDict):
             "The text. Long texts are split into sentences (segments), translated in order; the layout "
             "between them is kept.",
             minLength=1,
-            pattern=r"\S",
+            pattern=NOT_BLANK,
         ),
     ]
     source: NotRequired[

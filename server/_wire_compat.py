@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import Annotated, Literal, NotRequired, TypedDict
 
 from ._error_codes import ErrorCode
-from ._wire_schema import Doc
+from ._wire_schema import NOT_BLANK, Doc
 
-NOT_BLANK = r"\S"  # the servers refuse a text without a visible character (400 `empty_text`)
 OneOrMany = Annotated[
     Annotated[str, Doc(pattern=NOT_BLANK)] | Annotated[list[str], Doc(minItems=1)],
     Doc("A text, or a list of texts (blank items of a list come back as they were)."),

@@ -23,6 +23,9 @@ from enum import Enum
 from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin, get_type_hints
 
 Schema = dict[str, Any]
+# A text with a visible character, as ``decoding.nonblank`` judges it (not ``str.isspace``). Not
+# ``\S``: JSON Schema's (ECMAScript's) whitespace differs from Python's (U+001C-U+001F, U+0085, U+FEFF).
+NOT_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 _SCALARS: dict[Any, str] = {
     str: "string",
     int: "integer",
