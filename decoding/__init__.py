@@ -30,7 +30,7 @@ from ._errors import (
 )
 from ._graphs import EncodedSource, Seq2SeqGraphs
 from ._greedy import DecodeOptions, GreedySequence
-from ._job import PlannedSegment, Translation
+from ._job import PlannedSegment, Translation, nonblank
 from ._languages import (
     CLIENT_SPELLINGS,
     LANGUAGE_TABLE,
@@ -101,5 +101,6 @@ __all__ = [
     "language_name",
     "load_bundle",
     "load_manifest",
+    "nonblank",
     "normalize_language",
 ]

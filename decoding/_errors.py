@@ -70,23 +70,36 @@ class GraphMismatchError(BundleError):
 
 
 class InputError(DecodingError):
-    """The request cannot be translated as given; the caller should change it."""
+    """The request cannot be translated as given; the caller should change it.
+
+    ``field`` is the request field at fault by the engine's name for it (``text``,
+    ``max_new_tokens``), or None. A message names its field in quotes (``'text' is empty``), so
+    :meth:`message_for` can say it with the caller's name for the field (an API's ``q`` or
+    ``max_tokens``): a server maps the error to its API without rewording it."""
 
     code = "invalid_input"
+    field: str | None = None
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+    def message_for(self, name: str) -> str:
+        return self.message.replace(f"'{self.field}'", f"'{name}'") if self.field else self.message
 
 
 class EmptyInputError(InputError):
     code = "empty_text"
 
-    def __init__(self, message: str = "text is empty: give at least one non-space character") -> None:
-        super().__init__(message)
+    def __init__(self, field: str = "text") -> None:
+        super().__init__(f"'{field}' is empty", field=field)
 
 
 class InputTooLongError(InputError):
     code = "text_too_long"
 
-    def __init__(self, length: int, limit: int, unit: str = "characters") -> None:
-        super().__init__(f"text is {length} {unit} long; the limit is {limit}")
+    def __init__(self, length: int, limit: int, unit: str = "characters", field: str = "text") -> None:
+        super().__init__(f"text is {length} {unit} long; the limit is {limit}", field=field)
         self.length = length
         self.limit = limit
 

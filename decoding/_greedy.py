@@ -28,6 +28,9 @@ class DecodeOptions:
     # Tokens to generate per segment, eos included. None: the manifest's ratio * source tokens +
     # extra. Larger values are capped at the manifest's max_target_tokens.
     max_new_tokens: int | None = None
+    # The caller's limit on the text's length in characters, when tighter than the bundle's (a
+    # server's setting). None: the bundle's max_input_chars alone.
+    max_input_chars: int | None = None
     # eos is not allowed before this many tokens (benchmarks use it to fix the output length).
     min_new_tokens: int = 0
     # Repetition guard: never produce the same n-gram twice (0 = off, as in transformers).
@@ -63,7 +66,7 @@ def resolve_lengths(options: DecodeOptions, source_tokens: int, manifest: Manife
 
 def _positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidOptionError(f"{name} must be an integer >= 1")
+        raise InvalidOptionError(f"'{name}' must be an integer >= 1", field=name)
     return value
 
 

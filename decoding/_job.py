@@ -54,18 +54,29 @@ class PlannedSegment:
     min_new_tokens: int
 
 
+def nonblank(text: object, field: str = "text") -> str:
+    """``text`` if it is a string with a visible character: the one blank check of liuyi.
+
+    Raises:
+        EmptyInputError: nothing but whitespace (``field`` names the text in the error).
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise EmptyInputError(field)
+    return text
+
+
 def plan(bundle: Model, text: str, options: DecodeOptions) -> list[PlannedSegment]:
     """Validate ``text`` and split it into model-sized segments.
 
     Raises:
         EmptyInputError: nothing but whitespace.
-        InputTooLongError: more characters than the bundle accepts.
+        InputTooLongError: more characters than the bundle (or ``options.max_input_chars``) accepts.
         InvalidOptionError: bad ``options``.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise EmptyInputError()
-    if len(text) > bundle.max_input_chars:
-        raise InputTooLongError(len(text), bundle.max_input_chars)
+    nonblank(text)
+    limit = min(bundle.max_input_chars, options.max_input_chars or bundle.max_input_chars)
+    if len(text) > limit:
+        raise InputTooLongError(len(text), limit)
     encodings: dict[str, Encoding] = {}
 
     def encode(piece: str) -> Encoding:

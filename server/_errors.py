@@ -33,13 +33,10 @@ from typing import Any, cast
 from decoding import (
     BundleError,
     DecodingError,
-    EmptyInputError,
     EngineBusyError,
     InferenceError,
+    InputError,
     InputTooLongError,
-    InvalidOptionError,
-    UnsupportedDirectionError,
-    UnsupportedLanguageError,
 )
 
 from ._error_codes import ErrorCode, status_of
@@ -156,22 +153,23 @@ def error_payload(error: ApiError, flavour: str) -> tuple[int, Mapping[str, obje
     return status, error.body()
 
 
-def to_api_error(exc: BaseException, *, retry_after: int = 1) -> ApiError:
-    """The single mapping from any exception to what the client sees. Unknown exceptions become a
-    bare 500 whose message reveals nothing of the internals (they are logged, not sent)."""
+def to_api_error(
+    exc: BaseException, *, retry_after: int = 1, names: Mapping[str, str] | None = None
+) -> ApiError:
+    """The single mapping from any exception to what the client sees. An engine error about a field
+    names it by ``names`` (the client's API's name for each engine field, e.g. OpenAI's
+    ``max_tokens`` for ``max_new_tokens``; the same name when absent) in ``param`` and the message.
+    Unknown exceptions become a bare 500 whose message reveals nothing of the internals (they are
+    logged, not sent)."""
     if isinstance(exc, ApiError):
         return exc
-    if isinstance(exc, EmptyInputError):
-        return BadRequest(exc.message, code=ErrorCode(exc.code), param="text")
-    if isinstance(exc, InputTooLongError):
-        return PayloadTooLarge(
-            exc.message,
-            code=ErrorCode(exc.code),
-            param="text",
-            details={"limit": exc.limit, "length": exc.length},
-        )
-    if isinstance(exc, UnsupportedLanguageError | UnsupportedDirectionError | InvalidOptionError):
-        return BadRequest(exc.message, code=ErrorCode(exc.code))
+    if isinstance(exc, InputError):
+        param = (names or {}).get(exc.field, exc.field) if exc.field else None
+        message, code = exc.message_for(param) if param else exc.message, ErrorCode(exc.code)
+        if isinstance(exc, InputTooLongError):
+            details = {"limit": exc.limit, "length": exc.length}
+            return PayloadTooLarge(message, code=code, param=param, details=details)
+        return BadRequest(message, code=code, param=param)
     if isinstance(exc, EngineBusyError):
         return Overloaded(
             exc.message, headers={"Retry-After": str(retry_after)}, details={"retry_after": retry_after}

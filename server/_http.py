@@ -93,13 +93,12 @@ def grouped(pairs: Fields) -> dict[str, Any]:
 
 
 def text_field(body: Mapping[str, Any], name: str = "text") -> str:
+    """A string (blank or too long is the engine's to say: ``decoding.nonblank``, ``plan``)."""
     if name not in body or body[name] is None:
         raise BadRequest(f"'{name}' is required", code=ErrorCode.MISSING_TEXT, param=name)
     value = body[name]
     if not isinstance(value, str):
         raise BadRequest(f"'{name}' must be a string", code=ErrorCode.INVALID_FIELD, param=name)
-    if not value.strip():
-        raise BadRequest(f"'{name}' is empty", code=ErrorCode.EMPTY_TEXT, param=name)
     return value
 
 
@@ -110,13 +109,14 @@ def optional_str(body: Mapping[str, Any], name: str, default: str | None = None)
     return value
 
 
-def optional_positive_int(body: Mapping[str, Any], name: str) -> int | None:
+def optional_int(body: Mapping[str, Any], name: str) -> int | None:
+    """An integer or None (whether it is in range is the engine's to say: ``DecodeOptions``)."""
     value = body.get(name)
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer():  # 64.0 is the integer 64 in JSON Schema too
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int):
         raise BadRequest(f"'{name}' must be an integer >= 1", code=ErrorCode.INVALID_OPTION, param=name)
     return value
 

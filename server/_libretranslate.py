@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from decoding import Bundle, detect_language, language_name
+from decoding import Bundle, detect_language, language_name, nonblank
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
@@ -108,7 +108,7 @@ async def detect(request: Request) -> Response:
     _, settings = services(request)
     body = await read_fields(request, settings)
     check_api_key(request, settings, body_key=key_field(body, "api_key"))
-    detection = detect_language(text_field(body, "q"))
+    detection = detect_language(nonblank(text_field(body, "q"), "q"))
     return JSONResponse([{"confidence": percent(detection.confidence), "language": detection.language}])
 
 

@@ -14,7 +14,7 @@ from ._errors import BadRequest
 from ._events import WireEvent, translate_response
 from ._http import (
     check_api_key,
-    optional_positive_int,
+    optional_int,
     optional_str,
     query_fields,
     read_json_object,
@@ -35,7 +35,7 @@ def translate_request(fields: Mapping[str, Any], *, from_query: bool = False) ->
         text=text_field(fields),
         source=optional_str(fields, "source", "auto") or "auto",
         target=optional_str(fields, "target"),
-        max_new_tokens=optional_positive_int({"max_new_tokens": max_new_tokens}, "max_new_tokens"),
+        max_new_tokens=optional_int({"max_new_tokens": max_new_tokens}, "max_new_tokens"),
     )
 
 

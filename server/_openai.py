@@ -35,7 +35,7 @@ from decoding import ModelRegistry
 from ._error_codes import ErrorCode
 from ._errors import BadRequest, NotFound, error_payload
 from ._events import WireEvent, dumps
-from ._http import check_api_key, optional_positive_int, read_json_object
+from ._http import check_api_key, optional_int, read_json_object
 from ._native import log_context, services
 from ._service import PreparedStream, TranslateRequest
 from ._streaming import EventStream
@@ -50,6 +50,7 @@ class ChatRequest:
     source: str  # a language code or "auto"
     target: str | None  # None: the other language
     max_new_tokens: int | None
+    names: dict[str, str]  # what the engine's fields are called in this request (max_tokens, ...)
     stream: bool
     include_usage: bool  # stream_options.include_usage: a last chunk with the usage
 
@@ -93,14 +94,17 @@ def chat_request(body: Mapping[str, Any], registry: ModelRegistry) -> ChatReques
         raise BadRequest(
             "'stream_options' must be an object like {\"include_usage\": true}", param="stream_options"
         )
-    max_new_tokens = optional_positive_int(body, "max_completion_tokens")
+    tokens_field = "max_completion_tokens"
+    max_new_tokens = optional_int(body, tokens_field)
     if max_new_tokens is None:
-        max_new_tokens = optional_positive_int(body, "max_tokens")  # the older name
+        tokens_field = "max_tokens"  # the older name
+        max_new_tokens = optional_int(body, tokens_field)
     return ChatRequest(
         text=last_user_text(body.get("messages")),
         source=source,
         target=target,
         max_new_tokens=max_new_tokens,
+        names={"max_new_tokens": tokens_field},
         stream=bool(stream),
         include_usage=bool(options.get("include_usage", False)),
     )
@@ -161,7 +165,11 @@ async def chat_completions(request: Request) -> Response:
     chat = chat_request(await read_json_object(request, settings), service.registry)
     prepared = await service.prepare(
         TranslateRequest(
-            text=chat.text, source=chat.source, target=chat.target, max_new_tokens=chat.max_new_tokens
+            text=chat.text,
+            source=chat.source,
+            target=chat.target,
+            max_new_tokens=chat.max_new_tokens,
+            names=chat.names,
         ),
         **log_context(request),
     )

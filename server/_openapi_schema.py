@@ -4,11 +4,14 @@ operations — and the languages clients may name."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from decoding import CLIENT_SPELLINGS
+
+from ._error_codes import FLAVOURS
+from ._wire_errors import error_refs
+from ._wire_schema import prose
 
 Schema = dict[str, Any]
 JSON = "application/json"
@@ -16,6 +19,7 @@ SSE = "text/event-stream"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 # What clients may send for each language (case-insensitive, "_" == "-"): the languages' one table.
 LANGUAGE_ALIASES = CLIENT_SPELLINGS
+Values = Callable[[str, str], list[Any]]  # (language, field) -> the field's values that select it
 
 
 def language_names(languages: Collection[str]) -> list[str]:
@@ -23,23 +27,42 @@ def language_names(languages: Collection[str]) -> list[str]:
     return [alias for lang, aliases in LANGUAGE_ALIASES.items() if lang in languages for alias in aliases]
 
 
-def ref(name: str, description: str | None = None) -> Schema:
-    schema: Schema = {"$ref": f"#/components/schemas/{name}"}
-    if description:
-        schema["description"] = description
-    return schema
+def served_languages(
+    schema: Schema, directions: Collection[tuple[str, str]], fields: tuple[str, str], values: Values
+) -> None:
+    """Restricts a request's language ``fields`` (source, target) to the served ``directions``:
+    ``values(language, field)`` are the values of a field that select a language. With several
+    directions, the pair must name one of them (``zh`` to ``zh`` is refused): ``anyOf`` a branch per
+    direction."""
+    pairs = sorted(directions)
+    for i, field in enumerate(fields):
+        served = (value for pair in pairs for value in values(pair[i], field))
+        schema["properties"][field]["enum"] = list(dict.fromkeys(served))
+    if len(pairs) > 1:
+        branches = [{f: {"enum": values(pair[i], f)} for i, f in enumerate(fields)} for pair in pairs]
+        schema["anyOf"] = [{"properties": branch} for branch in branches]
 
 
-def header_ref(name: str) -> Schema:
-    return {"$ref": f"#/components/headers/{name}"}
+def query_object(name: str, *, required: bool = False, **extra: Any) -> Schema:
+    """The fields of request model ``name`` as query parameters (``?a=1&b=2``): one object, exploded."""
+    schema = {"$ref": f"#/components/schemas/{name}"}
+    return {
+        "name": name,
+        "in": "query",
+        "style": "form",
+        "explode": True,
+        "required": required,
+        "schema": schema,
+        **extra,
+    }
 
 
-def prop(kind: str | list[str], description: str, **extra: Any) -> Schema:
-    return {"type": kind, "description": description, **extra}
+def header_refs(names: Iterable[str]) -> Schema:
+    return {name: {"$ref": f"#/components/headers/{name}"} for name in names}
 
 
-def array(items: Schema, description: str, **extra: Any) -> Schema:
-    return {"type": "array", "items": items, "description": description, **extra}
+def array(items: Schema, description: str) -> Schema:
+    return {"type": "array", "items": items, "description": description}
 
 
 def json_content(schema: Schema, **examples: Any) -> Schema:
@@ -49,10 +72,14 @@ def json_content(schema: Schema, **examples: Any) -> Schema:
     return {JSON: content}
 
 
+def json_body(schema: Schema, **examples: Any) -> Schema:
+    return {"required": True, "content": json_content(schema, **examples)}
+
+
 def json_response(description: str, schema: Schema, headers: Iterable[str] = (), **examples: Any) -> Schema:
     response: Schema = {"description": description, "content": json_content(schema, **examples)}
     if headers:
-        response["headers"] = {name: header_ref(name) for name in headers}
+        response["headers"] = header_refs(headers)
     return response
 
 
@@ -100,35 +127,22 @@ def form_fields(schema: Schema) -> Schema:
     return result
 
 
-def unwrapped(docstring: str) -> str:
-    """A docstring's hard-wrapped lines joined, keeping paragraphs and ``- `` list items apart."""
-    lines: list[str] = []
-    for line in docstring.splitlines():
-        line = line.strip()
-        if lines and lines[-1] and line and not line.startswith("- "):
-            lines[-1] += " " + line
-        else:
-            lines.append(line)
-    return "\n".join(lines)
-
-
-def operation(
-    tag: str,
-    op_id: str,
-    handler: Callable[..., Any],
-    responses: Schema,
-    *,
-    preface: str = "",
-    appendix: str = "",
-    **extra: Any,
-) -> Schema:
-    """An operation whose summary and description are its route's docstring (first line, rest)."""
-    summary, _, description = unwrapped(inspect.cleandoc(handler.__doc__ or "")).partition("\n\n")
-    return {
-        "tags": [tag],
-        "operationId": op_id,
-        "summary": extra.pop("summary", summary),
-        "description": preface + description + appendix,
-        **extra,
-        "responses": responses,
+def operation(tag: str, op_id: str, ok: Schema, errors: Iterable[int] = (), **extra: Any) -> Schema:
+    """An operation whose 200 is ``ok`` and whose ``errors`` are liuyi's statuses it can fail with, in
+    its tag's error shape (a compatibility API's tag is its flavour). Summary and description come
+    from the route's handler (:func:`described`); ``preface``, ``appendix`` and ``summary`` in
+    ``extra`` add to or replace them."""
+    responses = {
+        "200": ok,
+        **extra.pop("responses", {}),
+        **error_refs(tag if tag in FLAVOURS else "native", errors),
     }
+    return {"tags": [tag], "operationId": op_id, **extra, "responses": responses}
+
+
+def described(op: Schema, handler: Callable[..., Any]) -> Schema:
+    """``op`` with its summary and description: its handler's docstring (first line, rest)."""
+    summary, _, description = prose(handler.__doc__ or "").partition("\n\n")
+    op = dict(op)
+    summary, preface, appendix = op.pop("summary", summary), op.pop("preface", ""), op.pop("appendix", "")
+    return {"summary": summary, "description": preface + description + appendix, **op}

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +31,6 @@ from decoding import (
     DecodeOptions,
     DecodingError,
     Delta,
-    InputTooLongError,
     ModelRegistry,
     Result,
     SegmentDone,
@@ -64,6 +63,8 @@ class TranslateRequest:
     source: str = "auto"
     target: str | None = None
     max_new_tokens: int | None = None
+    # What the client's API calls the engine's fields, when not the same (see _errors.to_api_error)
+    names: Mapping[str, str] = field(default_factory=dict)
 
 
 class Lifecycle:
@@ -185,9 +186,9 @@ class TranslationService:
             raise _shutting_down(self.settings.retry_after)
         try:
             bundle = self.registry.resolve(request.source, request.target, request.text)
-            options = DecodeOptions(max_new_tokens=request.max_new_tokens)
-            if len(request.text) > self.settings.max_input_chars:  # the server's limit, whatever the bundle's
-                raise InputTooLongError(len(request.text), self.settings.max_input_chars)
+            # the server's limit, whatever the bundle's
+            limit = self.settings.max_input_chars
+            options = DecodeOptions(max_new_tokens=request.max_new_tokens, max_input_chars=limit)
             common: dict[str, Any] = {
                 "request_id": request_id or uuid.uuid4().hex[:16],
                 "bundle": bundle,
@@ -210,7 +211,7 @@ class TranslationService:
             stream = LiveStream(**common, cached=False, translation=translation, service=self, cache_key=key)
             self.schedulers[bundle.name].submit(translation, stream.deliver)
         except DecodingError as exc:
-            raise to_api_error(exc, retry_after=self.settings.retry_after) from None
+            raise to_api_error(exc, retry_after=self.settings.retry_after, names=request.names) from None
         stream.watchdog = asyncio.get_running_loop().call_later(
             self.settings.request_timeout + 1.0, stream.cancel
         )

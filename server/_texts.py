@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from decoding import detect_language, normalize_language
+from decoding import detect_language, nonblank, normalize_language
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
@@ -52,15 +52,14 @@ def text_list(body: Mapping[str, Any], name: str) -> tuple[list[str], bool]:
     """The texts of field ``name`` (a string or a list of strings) and whether it was a list.
 
     Raises:
-        BadRequest: missing, not strings, an empty list, or a single blank string.
+        BadRequest: missing, not strings, or an empty list.
+        EmptyInputError: a single blank string (mapped as any engine error).
     """
     value = body.get(name)
     if value is None:
         raise BadRequest(f"'{name}' is required", code=ErrorCode.MISSING_TEXT, param=name)
     if isinstance(value, str):
-        if not value.strip():
-            raise BadRequest(f"'{name}' is empty", code=ErrorCode.EMPTY_TEXT, param=name)
-        return [value], False
+        return [nonblank(value, name)], False
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise BadRequest(f"'{name}' must be a string or a list of strings", param=name)
     if not value:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Literal, NotRequired, TypedDict, Union
 
 from ._error_codes import ErrorCode
-from ._wire_schema import Doc, Named
+from ._wire_schema import NOT_BLANK, Doc, Named
 
 Language = Annotated[str, Named("Language", "A language code, resolved (never `auto`).")]
 FinishReason = Annotated[
@@ -35,11 +35,31 @@ class TranslateRequest(TypedDict):
             "The text. Long texts are split into sentences (segments), translated in order; the layout "
             "between them is kept.",
             minLength=1,
-            pattern=r"\S",
+            pattern=NOT_BLANK,
         ),
     ]
-    source: NotRequired[Annotated[str | None, Named("SourceLanguage")]]
-    target: NotRequired[Annotated[str | None, Named("TargetLanguage")]]
+    source: NotRequired[
+        Annotated[
+            str | None,
+            Doc(
+                "Language of `text`: any spelling of a language the models translate from (case-insensitive; "
+                "`_` may replace `-`). `auto` (the default; also empty or null) guesses from the text: "
+                "Chinese once Han characters are at least a quarter as many as Latin letters; a text without "
+                "letters (digits, emoji) goes to a loaded model. A text guessed to be in a language no model "
+                "translates from is a 400 `unsupported_direction`.",
+                default="auto",
+            ),
+        ]
+    ]
+    target: NotRequired[
+        Annotated[
+            str | None,
+            Doc(
+                "Language to translate into, as `source` spells it. Absent, empty or null: the other "
+                "language of the pair."
+            ),
+        ]
+    ]
     max_new_tokens: NotRequired[
         Annotated[
             int | None,

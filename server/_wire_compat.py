@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import Annotated, Literal, NotRequired, TypedDict
 
 from ._error_codes import ErrorCode
-from ._wire_schema import Doc
+from ._wire_schema import NOT_BLANK, Doc
 
-NOT_BLANK = r"\S"  # the servers refuse a text without a visible character (400 `empty_text`)
 OneOrMany = Annotated[
     Annotated[str, Doc(pattern=NOT_BLANK)] | Annotated[list[str], Doc(minItems=1)],
     Doc("A text, or a list of texts (blank items of a list come back as they were)."),
@@ -167,7 +166,9 @@ class LibreTranslateRequest(TypedDict):
     """LibreTranslate's translate request (JSON or form fields)."""
 
     q: OneOrMany
-    source: NotRequired[Annotated[str | None, Doc("A language code or `auto` (also when absent or empty).")]]
+    source: NotRequired[
+        Annotated[str | None, Doc("A language code or `auto` (also when absent or empty).", default="auto")]
+    ]
     target: Annotated[str, Doc("The language code to translate into.")]
     format: NotRequired[
         Annotated[
@@ -280,6 +281,18 @@ class DeepLTranslateRequest(TypedDict):
     auth_key: NotRequired[Annotated[str, Doc("Legacy way to send the key.")]]
 
 
+class DeepLUsageRequest(TypedDict):
+    """/v2/usage's fields, in the query or a body."""
+
+    auth_key: NotRequired[Annotated[str, Doc("Legacy way to send the key.")]]
+
+
+class DeepLLanguagesRequest(DeepLUsageRequest):
+    """/v2/languages' fields, in the query or a body."""
+
+    type: NotRequired[Annotated[Literal["source", "target"], Doc(default="source")]]
+
+
 class DeepLTranslation(TypedDict):
     """A translation."""
 
@@ -329,6 +342,8 @@ COMPAT_MODELS = (
     LibreTranslateError,
     DeepLTranslateRequest,
     DeepLTranslateResponse,
+    DeepLLanguagesRequest,
+    DeepLUsageRequest,
     DeepLLanguage,
     DeepLUsage,
     DeepLError,

@@ -23,6 +23,9 @@ from enum import Enum
 from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin, get_type_hints
 
 Schema = dict[str, Any]
+# A text with a visible character, as ``decoding.nonblank`` judges it (not ``str.isspace``). Not
+# ``\S``: JSON Schema's (ECMAScript's) whitespace differs from Python's (U+001C-U+001F, U+0085, U+FEFF).
+NOT_BLANK = r"[^\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 _SCALARS: dict[Any, str] = {
     str: "string",
     int: "integer",
@@ -46,13 +49,21 @@ class Named:
         self.name, self.text = name, text
 
 
-def _prose(docstring: str) -> str:
-    """A docstring as one paragraph per blank-line-separated block (Markdown's reading of it)."""
-    return "\n\n".join(" ".join(block.split()) for block in inspect.cleandoc(docstring).split("\n\n"))
+def prose(docstring: str) -> str:
+    """A docstring as Markdown reads it: hard-wrapped lines joined, paragraphs and ``- `` list items
+    kept apart."""
+    lines: list[str] = []
+    for line in inspect.cleandoc(docstring).splitlines():
+        line = line.strip()
+        if lines and lines[-1] and line and not line.startswith("- "):
+            lines[-1] += " " + line
+        else:
+            lines.append(line)
+    return "\n".join(lines)
 
 
-def ref(name: str) -> Schema:
-    return {"$ref": f"#/components/schemas/{name}"}
+def ref(name: str, description: str | None = None) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}", **({"description": description} if description else {})}
 
 
 class SchemaSet:
@@ -110,7 +121,7 @@ class SchemaSet:
             hints = get_type_hints(model, include_extras=True)
             self.components[name] = {
                 "type": "object",
-                "description": _prose(model.__doc__ or ""),
+                "description": prose(model.__doc__ or ""),
                 "properties": {key: self.of(hint) for key, hint in hints.items()},
                 # from the hints: Python 3.11 misses NotRequired in string annotations
                 "required": [key for key, hint in hints.items() if get_origin(hint) is not NotRequired],

@@ -281,3 +281,14 @@ def test_error_mid_stream_is_one_error_line_and_no_done(default_bundle: Bundle) 
         rest = sse_data("\n".join(lines))
     assert len(rest) == 1
     assert json.loads(rest[0])["error"]["code"] == "shutting_down"
+
+
+@pytest.mark.parametrize("name", ["max_tokens", "max_completion_tokens"])
+async def test_an_engine_error_names_the_field_the_client_sent(default_bundle: Bundle, name: str) -> None:
+    """The engine refuses max_new_tokens=0 (the one range check); the client reads its own field name."""
+    async with asgi_client(Settings(), [default_bundle]) as http:
+        response = await post(http, {"model": "liuyi", "messages": user("你好"), name: 0})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], error["param"]) == ("invalid_option", name)
+    assert error["message"] == f"'{name}' must be an integer >= 1"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal, NotRequired, TypedDict, Union
 
 from jsonschema import Draft202012Validator
 
 from server._wire import NATIVE_MODELS, StreamEvent
-from server._wire_schema import Doc, Named, SchemaSet
+from server._wire_schema import NOT_BLANK, Doc, Named, SchemaSet
 
 
 class Ping(TypedDict):
@@ -73,3 +74,10 @@ def test_what_the_builders_make_validates_against_the_generated_stream_event_sch
     for event in events:
         assert list(validator.iter_errors(event)) == []
     assert list(validator.iter_errors({"type": "delta", "text": "x"}))  # index and segment missing
+
+
+def test_the_not_blank_pattern_accepts_exactly_what_the_engine_calls_not_blank() -> None:
+    """JSON Schema's `\\S` would call U+001E visible; Python (and so the server) calls it a space."""
+    pattern = re.compile(NOT_BLANK)
+    disagree = [c for c in range(0x110000) if bool(pattern.search(chr(c))) != (not chr(c).isspace())]
+    assert disagree == []
