@@ -342,7 +342,10 @@ def test_several_worker_processes_serve_the_same_api() -> None:
 
         replies: dict[str, str] = {}  # request id -> translation
         with ThreadPoolExecutor(4) as pool:
-            for _ in range(30):  # stops as soon as both workers have served
+            # until both workers have served: the second may still be loading its model when the
+            # first answers /readyz (a loaded 2-core machine takes seconds), so bounded by time
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
                 for response in pool.map(translate, range(8)):
                     replies[response.headers["x-request-id"]] = response.json()["translation"]
                 if len({r["pid"] for r in server.records if translating(r)}) >= 2:
