@@ -46,7 +46,12 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
         ),
     )
     bundle.warm_up()
-    scheduler = BatchScheduler(bundle, max_batch_size=config["batch"], max_queue=config["users"])
+    scheduler = BatchScheduler(
+        bundle,
+        max_batch_size=config["batch"],
+        max_queue=config["users"],
+        first_step_alone=config.get("first_step_alone", True),
+    )
     options = DecodeOptions(max_new_tokens=config["max_new_tokens"])
     sentences: list[str] = config["sentences"]
     users: int = config["users"]

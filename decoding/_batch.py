@@ -81,7 +81,7 @@ class DecodeBatch:
         self._rows_capacity = self._time_capacity = self._source_capacity = 0
         self._buffers: dict[str, np.ndarray] = {}
         self._batch_axis: dict[str, int] = {}  # buffer name -> its batch axis
-        self._binding: _Binding | None = None
+        self._bindings: dict[tuple[int, int, bool], _Binding] = {}  # (first slot, end slot, with_logits)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -113,7 +113,7 @@ class DecodeBatch:
             _slot_view(b[s.input], s.batch_axis, slot)[...] = initial
         row = Row(owner=owner, source_length=encoded.length, tag=tag)
         self.rows.append(row)
-        self._binding = None
+        self._bindings.clear()
         return row
 
     def remove(self, rows: list[Row]) -> None:
@@ -129,35 +129,42 @@ class DecodeBatch:
                 self.rows[slot] = self.rows[last]
             self.rows.pop()
         if slots:
-            self._binding = None
+            self._bindings.clear()
 
     # -- stepping ------------------------------------------------------------------------------------
 
-    def step(self, *, with_logits: bool = False) -> list[StepOutput]:
-        """One decoder call for every row. The batch chooses nothing: each row's owner reads its
-        output and :meth:`feed` gives the batch the tokens for the next step.
+    def step(self, *, with_logits: bool = False, newest: int | None = None) -> list[StepOutput]:
+        """One decoder call for every row, or only for the ``newest`` rows (the last ones added: a
+        newcomer's first step need not wait for a full batch step). The batch chooses nothing: each
+        row's owner reads its output and :meth:`feed` gives the batch the tokens for the next step.
 
         Returns:
-            Every row's output, in batch order (views into the batch's buffers: valid until the
-            next step).
+            The stepped rows' outputs, in batch order (views into the batch's buffers: valid until
+            the next step).
         """
-        if not self.rows:
+        stop = len(self.rows)
+        start = 0 if newest is None else max(0, stop - newest)
+        if start >= stop:
             return []
-        batch = len(self.rows)
-        furthest = int(self._buffers["position_ids"][:batch].max())
+        furthest = int(self._buffers["position_ids"][start:stop].max())
         if self._caches and furthest >= self._time_capacity:
             self._reserve(time=furthest + 1)  # before taking any view: this reallocates the buffers
-        binding = self._binding
-        if binding is None or binding.with_logits != with_logits:
-            binding = self._binding = self._bind(batch, with_logits)
+        key = (start, stop, with_logits)
+        binding = self._bindings.get(key)
+        if binding is None:
+            if start == 0:  # one full-batch binding is kept; a newcomers' one lives for one step
+                self._bindings.clear()
+            binding = self._bind(start, stop, with_logits)
+            if start == 0:
+                self._bindings[key] = binding
         binding.refresh()
         self._graphs.run_bound(binding.io)
-        top_ids = self._buffers["top_ids"][:batch]
-        logits = self._buffers["logits"][:batch] if with_logits else None
-        binding.store_carried(self._buffers)
+        top_ids = self._buffers["top_ids"][start:stop]
+        logits = self._buffers["logits"][start:stop] if with_logits else None
+        binding.store_carried(self._buffers, start)
         return [
             StepOutput(row, top_ids[i], None if logits is None else logits[i])
-            for i, row in enumerate(self.rows)
+            for i, row in enumerate(self.rows[start:stop])
         ]
 
     def feed(self, tokens: list[tuple[Row, int]]) -> None:
@@ -169,26 +176,28 @@ class DecodeBatch:
             inputs[slot, 0] = token
             positions[slot, 0] += 1
 
-    def _bind(self, batch: int, with_logits: bool) -> _Binding:
+    def _bind(self, start: int, stop: int, with_logits: bool) -> _Binding:
+        """Bind slots ``start:stop`` (views: the graph reads and writes the batch's own buffers)."""
         spec, b = self._spec, self._buffers
+        rows = slice(start, stop)
         binding = _Binding(self._graphs.new_binding(), with_logits)
-        binding.input(spec.input_ids, b["input_ids"][:batch])
+        binding.input(spec.input_ids, b["input_ids"][rows])
         if spec.position_ids:
-            binding.input(spec.position_ids, b["position_ids"][:batch])
+            binding.input(spec.position_ids, b["position_ids"][rows])
         if spec.source_attention_mask:
-            binding.input(spec.source_attention_mask, b["source_mask"][:batch])
+            binding.input(spec.source_attention_mask, b["source_mask"][rows])
         for t in spec.source_tensors:
-            binding.input(t.name, _rows_view(b[t.name], t.batch_axis, batch))
+            binding.input(t.name, _rows_view(b[t.name], t.batch_axis, stop, start))
         for s in self._caches:
-            binding.in_place(s.input, s.output, b[s.input][:batch])
+            binding.in_place(s.input, s.output, b[s.input][rows])
         for s in self._carried:
-            binding.carried(s, _rows_view(b[s.input], s.batch_axis, batch))
-        binding.output(spec.top_ids, b["top_ids"][:batch])
+            binding.carried(s, _rows_view(b[s.input], s.batch_axis, stop, start))
+        binding.output(spec.top_ids, b["top_ids"][rows])
         if with_logits:
             if "logits" not in b or b["logits"].shape[0] < self._rows_capacity:
                 b["logits"] = np.zeros((self._rows_capacity, self._graphs.vocab_size), dtype=np.float32)
                 self._batch_axis["logits"] = 0
-            binding.output(spec.logits, b["logits"][:batch])
+            binding.output(spec.logits, b["logits"][rows])
         return binding
 
     # -- capacity ------------------------------------------------------------------------------------
@@ -216,7 +225,7 @@ class DecodeBatch:
             if name in self._buffers:
                 _copy_overlap(array, self._buffers[name])
         self._rows_capacity, self._time_capacity, self._source_capacity = new_rows, new_time, new_source
-        self._binding = None
+        self._bindings.clear()
 
     def _allocate(self, name: str, shape: tuple[int, ...], dtype: Any, batch_axis: int) -> None:
         # zeros, not empty: masked positions are multiplied by 0, which only gives 0 if they are finite
@@ -240,10 +249,10 @@ class DecodeBatch:
         self._allocate(name, tuple(shape), np.float32, layout.batch_axis)
 
 
-def advance_batch(batch: DecodeBatch) -> list[tuple[Row, bool]]:
+def advance_batch(batch: DecodeBatch, *, newest: int | None = None) -> list[tuple[Row, bool]]:
     """The one step function of both drivers (``TranslationStream``, ``BatchScheduler``): the decoder
-    runs once for every row, each row's owner advances its own sequence, rows whose owner ended
-    leave the batch.
+    runs once for every row (or only the ``newest`` ones), each stepped row's owner advances its own
+    sequence, rows whose owner ended leave the batch.
 
     Returns:
         (row, ended) for every row that took the step, in batch order.
@@ -252,7 +261,8 @@ def advance_batch(batch: DecodeBatch) -> list[tuple[Row, bool]]:
         InferenceError: the decoder failed; nothing advanced.
     """
     started = time.perf_counter()
-    outputs = batch.step(with_logits=any(row.owner.needs_logits for row in batch.rows))
+    stepping = batch.rows if newest is None else batch.rows[max(0, len(batch.rows) - newest) :]
+    outputs = batch.step(with_logits=any(row.owner.needs_logits for row in stepping), newest=newest)
     step_ms = (time.perf_counter() - started) * 1000
     fed: list[tuple[Row, int]] = []
     stepped: list[tuple[Row, bool]] = []
@@ -309,14 +319,15 @@ class _Binding:
                 name, onnxruntime.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(view))
             )
 
-    def store_carried(self, buffers: dict[str, np.ndarray]) -> None:
-        """Write fed-back states (e.g. the GRU's new hidden state) into their slots."""
+    def store_carried(self, buffers: dict[str, np.ndarray], start: int = 0) -> None:
+        """Write fed-back states (e.g. the GRU's new hidden state) into their slots (from ``start``)."""
         if not self._carried:
             return
         outputs = self.io.get_outputs()
         for spec, index in self._carried:
             new = outputs[index].numpy()
-            _rows_view(buffers[spec.input], spec.batch_axis, new.shape[spec.batch_axis])[...] = new
+            stop = start + new.shape[spec.batch_axis]
+            _rows_view(buffers[spec.input], spec.batch_axis, stop, start)[...] = new
 
 
 def _grown(capacity: int, needed: int, minimum: int) -> int:
@@ -345,8 +356,8 @@ def _slot_view(
     return array[_index(array.ndim, batch_axis, slice(slot, slot + 1), length_axis, other)]
 
 
-def _rows_view(array: np.ndarray, batch_axis: int, rows: int) -> np.ndarray:
-    return array[_index(array.ndim, batch_axis, slice(0, rows))]
+def _rows_view(array: np.ndarray, batch_axis: int, stop: int, start: int = 0) -> np.ndarray:
+    return array[_index(array.ndim, batch_axis, slice(start, stop))]
 
 
 def _copy_overlap(old: np.ndarray, new: np.ndarray) -> None:

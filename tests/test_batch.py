@@ -31,14 +31,19 @@ def alone_ids(bundle: Bundle, source_ids: list[int], max_new: int) -> list[int]:
     return row.owner.tokens
 
 
-def run_staggered(bundle: Bundle, jobs: list[tuple[str, int, int, int]]) -> dict[str, list[int]]:
-    """jobs: (text, join_at_step, max_new, min_new). Rows join at their step; finished rows leave."""
+def run_staggered(
+    bundle: Bundle, jobs: list[tuple[str, int, int, int]], *, first_step_alone: bool = False
+) -> dict[str, list[int]]:
+    """jobs: (text, join_at_step, max_new, min_new). Rows join at their step; finished rows leave.
+    ``first_step_alone``: rows that join take their first step on their own, before the batch's."""
     batch = DecodeBatch(bundle.graphs)
     sequences: dict[str, GreedySequence] = {}
     step = 0
     pending = sorted(jobs, key=lambda job: job[1])
     while pending or batch.rows:
+        joined = 0
         while pending and pending[0][1] <= step:
+            joined += 1
             text, _, max_new, min_new = pending.pop(0)
             sequences[text] = new_sequence(bundle, max_new, min_new)
             batch.add(
@@ -47,6 +52,9 @@ def run_staggered(bundle: Bundle, jobs: list[tuple[str, int, int, int]]) -> dict
                 owner=sequences[text],
                 tag=text,
             )
+        if first_step_alone and joined and len(batch.rows) > joined:
+            stepped = advance_batch(batch, newest=joined)
+            assert sorted(row.tag for row, _ in stepped) == sorted(job[0] for job in jobs if job[1] == step)
         advance_batch(batch)
         step += 1
     return {text: seq.tokens for text, seq in sequences.items()}
@@ -68,6 +76,24 @@ def test_gru_model_batches_too(default_bundle: Bundle) -> None:
     batched = run_staggered(default_bundle, jobs)
     for text in texts:
         assert batched[text] == alone(default_bundle, text, 30)
+
+
+def test_stepping_only_the_newest_rows_leaves_every_output_unchanged(
+    tiny_marian_bundle: Bundle, default_bundle: Bundle
+) -> None:
+    """A newcomers-only step (the scheduler's ``first_step_alone``) reads and writes only their slots:
+    caches (Marian) and fed-back state (GRU) of the running rows are untouched."""
+    texts = CORPUS[:10]
+    jobs = [(text, (i * 3) % 7, 6 + (i * 5) % 17, (i % 3) * 2) for i, text in enumerate(texts)]
+    batched = run_staggered(tiny_marian_bundle, jobs, first_step_alone=True)
+    for text, _, max_new, min_new in jobs:
+        assert batched[text] == alone(tiny_marian_bundle, text, max_new, min_new), text
+    gru_texts = ["我很好。", "你喜欢吃苹果吗？", "我们走吧！", "汤姆在哪里？", "他是我的朋友。"]
+    gru = run_staggered(
+        default_bundle, [(t, i // 2, 30, 0) for i, t in enumerate(gru_texts)], first_step_alone=True
+    )
+    for text in gru_texts:
+        assert gru[text] == alone(default_bundle, text, 30)
 
 
 def test_buffers_grow_and_leaving_rows_hand_their_slot_to_the_last(tiny_marian_bundle: Bundle) -> None:

@@ -12,6 +12,7 @@ from decoding import (
     Bundle,
     DecodeOptions,
     DecodingError,
+    Delta,
     EngineBusyError,
     Event,
     Result,
@@ -177,4 +178,46 @@ def test_gru_bundle_through_the_scheduler(default_bundle: Bundle) -> None:
         for text, collector in zip(texts, collectors, strict=True):
             assert collector.result().translation == default_bundle.translate(text).translation
     finally:
+        scheduler.close()
+
+
+@pytest.mark.parametrize("first_step_alone", [True, False])
+def test_a_newcomer_gets_its_first_token_before_the_running_batch_steps_again(
+    default_bundle: Bundle, first_step_alone: bool
+) -> None:
+    """With ``first_step_alone`` a joining translation's first step runs on its own row right after
+    its encoder call, so its first token does not wait for a full batch step; without it, the
+    running translation's next token comes first. The outputs are the same either way."""
+    scheduler = BatchScheduler(default_bundle, max_batch_size=4, first_step_alone=first_step_alone)
+    try:
+        order: list[str] = []
+        release = threading.Event()
+        opts = DecodeOptions(max_new_tokens=20, min_new_tokens=20)
+        running = Collector(notify_after=1)
+
+        def hold_first(item: Event | DecodingError) -> None:
+            running(item)
+            if isinstance(item, Delta):
+                order.append("running")
+            if len(running.events) == 1:
+                release.wait(30)  # the newcomer is submitted while this step's events are delivered
+
+        newcomer = Collector()
+
+        def record(item: Event | DecodingError) -> None:
+            newcomer(item)
+            if isinstance(item, Delta):
+                order.append("newcomer")
+
+        # word-level model: every token is a delta at once
+        scheduler.submit(Translation(default_bundle, "你好。", options=opts), hold_first)
+        assert running.reached.wait(30)
+        scheduler.submit(Translation(default_bundle, "我很好。"), record)
+        release.set()
+        assert newcomer.result().translation == default_bundle.translate("我很好。").translation
+        assert running.result().output_tokens == 20
+        first_of_newcomer = order.index("newcomer")
+        assert order[:first_of_newcomer] == ["running"] * (1 if first_step_alone else 2)
+    finally:
+        release.set()
         scheduler.close()
