@@ -23,11 +23,10 @@ from decoding import DecodeOptions, LoadOptions, RuntimeOptions, load_bundle
 
 
 def main() -> int:
-    from pyinstrument import Profiler
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    from pyinstrument import Profiler  # the [bench] extra; --help works without it
     print(machine_report())  # a number without its CPU means nothing (see bench/_machine.py)
     bundle = load_bundle(
         opus_mt_bundle(int8=True),
