@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import queue
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,25 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._loadgen import Samples, progress
+from bench._models import load_for_bench
+
+ROOT = Path(__file__).resolve().parent.parent
+# what the users send (bench/load.py's HTTP users too): everyday sentences with known translations
+SENTENCES = [
+    record["text"] for record in json.loads((ROOT / "tests" / "data" / "cn2en_golden.json").read_text())
+]
+
+
+def run_in_own_process(config: dict[str, Any]) -> dict[str, Any]:
+    """:func:`run` in a fresh process (clean threads, its own peak RSS); its JSON result."""
+    output = subprocess.run(
+        [sys.executable, __file__, json.dumps(config, ensure_ascii=False)],
+        check=True,
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+    ).stdout
+    result: dict[str, Any] = json.loads(output.splitlines()[-1])
+    return result
 
 
 def run(config: dict[str, Any]) -> dict[str, Any]:
@@ -31,20 +51,11 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
         BatchScheduler,
         DecodeOptions,
         Delta,
-        LoadOptions,
         Result,
-        RuntimeOptions,
         Translation,
-        load_bundle,
     )
 
-    bundle = load_bundle(
-        Path(config["bundle"]),
-        options=LoadOptions(
-            runtime=RuntimeOptions(intra_op_num_threads=config["threads"], shared_thread_pool=True),
-            verify_checksums=False,
-        ),
-    )
+    bundle = load_for_bench(Path(config["bundle"]), config["threads"])
     bundle.warm_up()
     scheduler = BatchScheduler(
         bundle,

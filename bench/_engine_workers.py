@@ -9,7 +9,7 @@ import statistics
 import time
 from typing import Any
 
-from bench._models import MODELS, OUT, reference
+from bench._models import MODELS, OUT, load_for_bench, reference
 from decoding.export.synthetic import CORPUS
 
 # 24 tokens with the benchmark tokenizer (eos included): the TTFT target's sentence.
@@ -37,20 +37,11 @@ def liuyi_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     from decoding import (
         BatchScheduler,
         DecodeOptions,
-        LoadOptions,
         Result,
-        RuntimeOptions,
         Translation,
-        load_bundle,
     )
 
-    bundle = load_bundle(
-        MODELS[config["model"]][1](int8=config["int8"]),
-        options=LoadOptions(
-            runtime=RuntimeOptions(intra_op_num_threads=config["threads"], shared_thread_pool=True),
-            verify_checksums=False,
-        ),
-    )
+    bundle = load_for_bench(MODELS[config["model"]][1](int8=config["int8"]), config["threads"])
     options = DecodeOptions(max_new_tokens=tokens, min_new_tokens=tokens)
     scheduler = BatchScheduler(bundle, max_batch_size=64, max_queue=0)
     result: dict[str, Any] = {"source_tokens": len(bundle.tokenizer.encode(TTFT_SENTENCE).ids)}
@@ -124,15 +115,7 @@ def ort_bare_worker(config: dict[str, Any], tokens: int) -> dict[str, Any]:
     import numpy as np
     import onnxruntime as ort
 
-    from decoding import LoadOptions, RuntimeOptions, load_bundle
-
-    bundle = load_bundle(
-        MODELS[config["model"]][1](int8=config["int8"]),
-        options=LoadOptions(
-            runtime=RuntimeOptions(intra_op_num_threads=config["threads"], shared_thread_pool=True),
-            verify_checksums=False,
-        ),
-    )
+    bundle = load_for_bench(MODELS[config["model"]][1](int8=config["int8"]), config["threads"])
     m, graphs = bundle.manifest, bundle.graphs
     source = np.asarray([bundle.tokenizer.encode(TTFT_SENTENCE).ids], dtype=np.int64)
     cross_names = list(m.encoder.outputs)

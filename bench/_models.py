@@ -8,6 +8,15 @@ from typing import Any
 OUT = Path(__file__).parent / "out"
 
 
+def load_for_bench(path: Path, threads: int) -> Any:
+    """A bundle loaded as the server loads it (one process-wide ONNX Runtime pool of ``threads``),
+    without the sha256 pass: benchmarks time decoding, and their bundles were just built here."""
+    from decoding import LoadOptions, RuntimeOptions, load_bundle
+
+    runtime = RuntimeOptions(intra_op_num_threads=threads, shared_thread_pool=True)
+    return load_bundle(path, options=LoadOptions(runtime=runtime, verify_checksums=False))
+
+
 def opus_mt_checkpoint() -> Path:
     """A random-weight Hugging Face checkpoint with opus-mt-zh-en's architecture."""
     from decoding.export.synthetic import build

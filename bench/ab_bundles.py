@@ -19,14 +19,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._engine_workers import BATCH_SENTENCES, TTFT_SENTENCE
+from bench._models import load_for_bench
 from decoding import (
     Bundle,
     DecodeBatch,
     GreedySequence,
-    LoadOptions,
-    RuntimeOptions,
     advance_batch,
-    load_bundle,
 )
 
 
@@ -53,10 +51,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16])
     args = parser.parse_args()
-    runtime = RuntimeOptions(intra_op_num_threads=args.threads, shared_thread_pool=True)
-    bundles = [
-        load_bundle(p, options=LoadOptions(runtime=runtime, verify_checksums=False)) for p in args.bundles
-    ]
+    bundles = [load_for_bench(p, args.threads) for p in args.bundles]
     first = args.bundles[0]
 
     encoder: dict[Path, list[float]] = {p: [] for p in args.bundles}

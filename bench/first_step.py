@@ -10,21 +10,16 @@ medians and the on ÷ off ratios.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._engine_users import SENTENCES, run_in_own_process
 from bench._loadgen import progress
 from bench._machine import machine_report
 
-ROOT = Path(__file__).resolve().parent.parent
-SENTENCES = [
-    record["text"] for record in json.loads((ROOT / "tests" / "data" / "cn2en_golden.json").read_text())
-]
 KEYS = ("ttft_p50_ms", "ttft_p95_ms", "tokens_per_s", "p95_ms")
 
 
@@ -40,13 +35,7 @@ def run_engine(args: argparse.Namespace, users: int, alone: bool) -> dict[str, f
         "seed": 0,
         "first_step_alone": alone,
     }
-    output = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "_engine_users.py"), json.dumps(config, ensure_ascii=False)],
-        check=True,
-        stdout=subprocess.PIPE,
-        cwd=ROOT,
-    ).stdout
-    summary: dict[str, float] = json.loads(output.splitlines()[-1])["summary"]
+    summary: dict[str, float] = run_in_own_process(config)["summary"]
     return summary
 
 

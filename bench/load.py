@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import subprocess
@@ -38,14 +37,12 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._engine_users import SENTENCES, run_in_own_process
 from bench._loadgen import Samples, percentile, progress, run_users
 from bench._machine import machine_report
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
-SENTENCES = [
-    record["text"] for record in json.loads((ROOT / "tests" / "data" / "cn2en_golden.json").read_text())
-]
 _percentile = percentile  # bench/soak.py's name for it
 
 
@@ -183,14 +180,7 @@ def run_engine(args: argparse.Namespace, threads: int, users: int) -> dict[str, 
         "sentences": SENTENCES,
         "seed": 0,
     }
-    output = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "_engine_users.py"), json.dumps(config, ensure_ascii=False)],
-        check=True,
-        stdout=subprocess.PIPE,
-        cwd=ROOT,
-    ).stdout
-    result: dict[str, Any] = json.loads(output.splitlines()[-1])
-    return result
+    return run_in_own_process(config)
 
 
 def start_server(args: argparse.Namespace, threads: int) -> subprocess.Popen[bytes]:

@@ -27,6 +27,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     from pyinstrument import Profiler  # the [bench] extra; --help works without it
+
     print(machine_report())  # a number without its CPU means nothing (see bench/_machine.py)
     bundle = load_bundle(
         opus_mt_bundle(int8=True),
