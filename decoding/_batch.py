@@ -142,8 +142,7 @@ class DecodeBatch:
             The stepped rows' outputs, in batch order (views into the batch's buffers: valid until
             the next step).
         """
-        stop = len(self.rows)
-        start = 0 if newest is None else max(0, stop - newest)
+        start, stop = self._stepped(newest)
         if start >= stop:
             return []
         furthest = int(self._buffers["position_ids"][start:stop].max())
@@ -166,6 +165,15 @@ class DecodeBatch:
             StepOutput(row, top_ids[i], None if logits is None else logits[i])
             for i, row in enumerate(self.rows[start:stop])
         ]
+
+    def stepped_rows(self, newest: int | None = None) -> list[Row]:
+        """The rows :meth:`step` runs for ``newest``: every row, or the last ``newest`` added."""
+        start, stop = self._stepped(newest)
+        return self.rows[start:stop]
+
+    def _stepped(self, newest: int | None) -> tuple[int, int]:
+        stop = len(self.rows)
+        return (0 if newest is None else max(0, stop - newest)), stop
 
     def feed(self, tokens: list[tuple[Row, int]]) -> None:
         """Each row's next input token (its position moves one on)."""
@@ -261,8 +269,8 @@ def advance_batch(batch: DecodeBatch, *, newest: int | None = None) -> list[tupl
         InferenceError: the decoder failed; nothing advanced.
     """
     started = time.perf_counter()
-    stepping = batch.rows if newest is None else batch.rows[max(0, len(batch.rows) - newest) :]
-    outputs = batch.step(with_logits=any(row.owner.needs_logits for row in stepping), newest=newest)
+    with_logits = any(row.owner.needs_logits for row in batch.stepped_rows(newest))
+    outputs = batch.step(with_logits=with_logits, newest=newest)
     step_ms = (time.perf_counter() - started) * 1000
     fed: list[tuple[Row, int]] = []
     stepped: list[tuple[Row, bool]] = []
