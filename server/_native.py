@@ -28,14 +28,13 @@ from ._wire import Health, Model, ModelList, Readiness
 
 def translate_request(fields: Mapping[str, Any], *, from_query: bool = False) -> TranslateRequest:
     """The one parser of liuyi's request, from a JSON body or (``from_query``) a query string."""
-    max_new_tokens = fields.get("max_new_tokens")
-    if from_query:  # query values are strings: a decimal integer becomes an int, anything else fails
-        max_new_tokens = _query_int(max_new_tokens)
+    if from_query and "max_new_tokens" in fields:  # query values are strings: a decimal integer
+        fields = {**fields, "max_new_tokens": _query_int(fields["max_new_tokens"])}  # becomes an int
     return TranslateRequest(
         text=text_field(fields),
         source=optional_str(fields, "source", "auto") or "auto",
         target=optional_str(fields, "target"),
-        max_new_tokens=optional_int({"max_new_tokens": max_new_tokens}, "max_new_tokens"),
+        max_new_tokens=optional_int(fields, "max_new_tokens"),
     )
 
 
