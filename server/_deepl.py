@@ -54,6 +54,14 @@ _TARGET_VARIANTS = {
 }
 
 
+def deepl_codes(language: str, field: str) -> list[Any]:
+    """The values of ``source_lang`` or ``target_lang`` that select ``language`` (the document lists
+    them)."""
+    if field == "source_lang":
+        return [language.upper(), "", None]
+    return [code for code, lang in TARGETS.items() if lang == language]
+
+
 def target_language(body: Mapping[str, Any]) -> str:
     value = optional_str(body, "target_lang")
     if not value:

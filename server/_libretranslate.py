@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from decoding import Bundle, detect_language, language_name, nonblank
+from decoding import CLIENT_SPELLINGS, Bundle, detect_language, language_name, nonblank
 
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
@@ -63,6 +63,12 @@ def libre_request(body: Mapping[str, Any]) -> LibreRequest:
     if kind not in ("text", "html"):
         raise BadRequest(f"'format' must be 'text' or 'html' (got {kind!r})", param="format")
     return LibreRequest(texts, many, source, target, html=kind == "html", alternatives=_alternatives(body))
+
+
+def libre_languages(language: str, field: str) -> list[Any]:
+    """The values of ``source`` or ``target`` that select ``language`` (the document lists them)."""
+    spellings = list(CLIENT_SPELLINGS[language])
+    return ["auto", *spellings, "", None] if field == "source" else spellings
 
 
 async def translate(request: Request) -> Response:

@@ -147,6 +147,15 @@ class Metrics:
         registry.register(_WorkerProcesses(self._living_workers()))
         return generate_latest(registry)
 
+    def markdown_table(self) -> str:
+        """The metrics as the document lists them: name as exposed, type, meaning."""
+        suffixes = {"counter": "_total", "histogram": "_bucket`, `_sum`, `_count"}
+        rows = [
+            f"| `{m.name}{suffixes.get(m.type, '')}` | {m.type} | {m.documentation} |"
+            for m in self.registry.collect()
+        ]
+        return "\n".join(["| metric | type | meaning |", "|---|---|---|", *rows]) if rows else ""
+
     def _schedule_refresh(self, loop: asyncio.AbstractEventLoop) -> None:
         def tick() -> None:
             self._refresh_load()

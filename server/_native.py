@@ -9,6 +9,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from decoding import CLIENT_SPELLINGS
+
 from ._error_codes import ErrorCode
 from ._errors import BadRequest
 from ._events import WireEvent, translate_response
@@ -36,6 +38,11 @@ def translate_request(fields: Mapping[str, Any], *, from_query: bool = False) ->
         target=optional_str(fields, "target"),
         max_new_tokens=optional_int(fields, "max_new_tokens"),
     )
+
+
+def accepted_languages(language: str, field: str) -> list[Any]:
+    """The values of ``source`` or ``target`` that select ``language`` (the document lists them)."""
+    return [*(["auto"] if field == "source" else []), *CLIENT_SPELLINGS[language], "", None]
 
 
 def services(request: Request) -> tuple[TranslationService, Settings]:

@@ -34,11 +34,12 @@ from starlette.routing import Route
 from ._error_codes import markdown_table
 from ._http import SCHEMES, security
 from ._openapi_compat import compat_operations, compat_schemas
-from ._openapi_native import Facts, header_components, native_operations, native_schemas
+from ._openapi_native import Facts, native_operations, native_schemas
 from ._openapi_schema import JSON, Schema, described, json_response, operation
 from ._wire import NATIVE_MODELS
 from ._wire_compat import COMPAT_MODELS
 from ._wire_errors import error_code_schema, error_components
+from ._wire_headers import LAST_EVENT_ID, response_headers
 from ._wire_schema import SchemaSet
 
 # ---------------------------------------------------------------------------------------------
@@ -125,16 +126,8 @@ def build_document(facts: Facts) -> Schema:
         "components": {
             "schemas": schemas,
             "responses": error_components(),
-            "parameters": {
-                "LastEventId": {
-                    "name": "Last-Event-ID",
-                    "in": "header",
-                    "description": "SSE resume: the id of the last event received (empty: none).",
-                    "schema": {"type": "string", "pattern": "^[0-9]*$"},
-                    "example": "3",
-                }
-            },
-            "headers": header_components(facts),
+            "parameters": {"LastEventId": LAST_EVENT_ID},
+            "headers": response_headers(facts.settings.retry_after),
             "securitySchemes": SCHEMES,
         },
     }
@@ -156,7 +149,7 @@ def facts_of(request: Request) -> Facts:
             if isinstance(route, Route)
             for method in route.methods or ()
         },
-        metrics=tuple((m.name, m.type, m.documentation) for m in state.metrics.registry.collect()),
+        metrics_table=state.metrics.markdown_table(),
     )
 
 

@@ -7,29 +7,27 @@ differs from the original service. Other fields of the original APIs are accepte
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from . import _wire_examples as examples
-from ._deepl import TARGETS as DEEPL_TARGETS
+from ._deepl import deepl_codes
+from ._libretranslate import libre_languages
 from ._openai import AUTO_MODELS
 from ._openapi_schema import (
     SSE,
     Schema,
     array,
     fields_body,
-    form_fields,
     header_refs,
     json_body,
     json_content,
     json_response,
     json_text,
-    language_names,
     operation,
     query_object,
     served_languages,
     sse_event,
 )
-from ._wire_schema import NOT_BLANK, ref
+from ._wire_schema import NOT_BLANK, form_fields, ref
 
 VISIBLE = {"properties": {"text": {"pattern": NOT_BLANK}}}  # a text part with a visible character
 TRANSLATING = (400, 401, 413, 415, 500, 503, 504)  # what a translating endpoint can fail with
@@ -57,20 +55,6 @@ def compat_schemas(
     )
     for name in ("LibreTranslate", "DeepLTranslate"):
         schemas[f"{name}Form"] = form_fields(schemas[f"{name}Request"])
-
-
-def libre_languages(language: str, field: str) -> list[Any]:
-    """The values of LibreTranslate's ``source`` or ``target`` that select ``language``."""
-    return (
-        ["auto", *language_names([language]), "", None] if field == "source" else language_names([language])
-    )
-
-
-def deepl_codes(language: str, field: str) -> list[Any]:
-    """The values of DeepL's ``source_lang`` or ``target_lang`` that select ``language``."""
-    if field == "source_lang":
-        return [language.upper(), "", None]
-    return [code for code, lang in DEEPL_TARGETS.items() if lang == language]
 
 
 def compat_operations(model: str) -> dict[str, Schema]:

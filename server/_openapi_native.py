@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _wire_examples as examples
+from ._native import accepted_languages
 from ._openapi_schema import (
-    LANGUAGE_ALIASES,
     SSE,
     Schema,
-    form_fields,
     header_refs,
     json_body,
     json_response,
@@ -24,7 +23,7 @@ from ._openapi_schema import (
 )
 from ._settings import Settings
 from ._streaming import NDJSON, STREAM_HEADERS
-from ._wire_schema import ref
+from ._wire_schema import form_fields, ref
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +35,7 @@ class Facts:
     max_input_chars: int  # the smallest limit of the loaded bundles
     directions: tuple[tuple[str, str], ...]  # (source, target) of every direction served
     served: Mapping[tuple[str, str], Callable[..., Any]]  # (path, METHOD) -> handler of every route
-    metrics: tuple[tuple[str, str, str], ...]  # (name, type, help) of every Prometheus metric
+    metrics_table: str  # every Prometheus metric, as a Markdown table
 
     @property
     def model(self) -> str:
@@ -46,11 +45,6 @@ class Facts:
 
 # ---------------------------------------------------------------------------------------------
 # Native schemas
-
-
-def request_languages(language: str, field: str) -> list[Any]:
-    """The values of ``TranslateRequest``'s ``source`` or ``target`` that select ``language``."""
-    return [*(["auto"] if field == "source" else []), *LANGUAGE_ALIASES[language], "", None]
 
 
 # GET /v1/translate/stream: TranslateRequest's fields as query parameters (`?text=...&target=en`),
@@ -66,7 +60,7 @@ def native_schemas(schemas: dict[str, Schema], facts: Facts) -> None:
     languages = sorted({lang for direction in facts.directions for lang in direction})
     schemas["Language"] = {**schemas["Language"], "enum": languages}
     request = schemas["TranslateRequest"]
-    served_languages(request, facts.directions, ("source", "target"), request_languages)
+    served_languages(request, facts.directions, ("source", "target"), accepted_languages)
     text, limit = request["properties"]["text"], facts.max_input_chars
     text["description"] = f"At most {limit} characters (413 `text_too_long` beyond). {text['description']}"
     text["maxLength"] = limit
@@ -74,35 +68,7 @@ def native_schemas(schemas: dict[str, Schema], facts: Facts) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Headers, parameters and paths
-
-
-def header(text: str, schema: Schema, example: Any = None) -> Schema:
-    return {"description": text, "schema": schema, **({"example": example} if example is not None else {})}
-
-
-def header_components(facts: Facts) -> dict[str, Schema]:
-    return {
-        "Cache-Control": header("Streams are never cached.", {"const": STREAM_HEADERS["Cache-Control"]}),
-        "X-Accel-Buffering": header(
-            "Tells nginx not to buffer the stream, so events arrive as they are made.",
-            {"const": STREAM_HEADERS["X-Accel-Buffering"]},
-        ),
-        "X-Request-ID": header(
-            "The request id (also `id` in the body and `start` event), as in the server log.",
-            {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-        ),
-        "Server-Timing": header(
-            "Queue wait, time to first token and total time in milliseconds "
-            "(shown by browser developer tools).",
-            {"type": "string"},
-            "queue;dur=0.234, ttft;dur=1.146, total;dur=3.249",
-        ),
-        "Retry-After": header(
-            "Seconds to wait before retrying.", {"type": "integer", "minimum": 0}, facts.settings.retry_after
-        ),
-        "Allow": header("The methods the path accepts.", {"type": "string"}, "POST"),
-    }
+# Operations
 
 
 def stream_response(facts: Facts, *, ndjson: bool) -> Schema:
@@ -179,7 +145,7 @@ def native_operations(facts: Facts) -> dict[str, Schema]:
         ),
         "GET /readyz": open_get("operations", "readyz", ready, responses=not_ready),
         "GET /metrics": open_get(
-            "operations", "metrics", metrics_text, appendix="\n\n" + metrics_table(facts)
+            "operations", "metrics", metrics_text, appendix="\n\n" + facts.metrics_table
         ),
     }
 
@@ -187,12 +153,3 @@ def native_operations(facts: Facts) -> dict[str, Schema]:
 def open_get(tag: str, op_id: str, ok: Schema, **extra: Any) -> Schema:
     """An operation that needs no key."""
     return operation(tag, op_id, ok, security=[], **extra)
-
-
-def metrics_table(facts: Facts) -> str:
-    suffixes = {"counter": "_total", "histogram": "_bucket`, `_sum`, `_count"}  # as exposed
-    rows = [
-        f"| `{name}{suffixes.get(kind, '')}` | {kind} | {help_text} |"
-        for name, kind, help_text in facts.metrics
-    ]
-    return "\n".join(["| metric | type | meaning |", "|---|---|---|", *rows]) if rows else ""

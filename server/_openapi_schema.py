@@ -1,13 +1,11 @@
 """The vocabulary of the OpenAPI document (``_openapi.py``): small helpers for what the wire
 models cannot say themselves — media types, bodies sent as JSON or form fields, SSE events,
-operations — and the languages clients may name."""
+operations — and the served languages."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
-
-from decoding import CLIENT_SPELLINGS
 
 from ._error_codes import FLAVOURS
 from ._wire_errors import error_refs
@@ -17,14 +15,7 @@ Schema = dict[str, Any]
 JSON = "application/json"
 SSE = "text/event-stream"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-# What clients may send for each language (case-insensitive, "_" == "-"): the languages' one table.
-LANGUAGE_ALIASES = CLIENT_SPELLINGS
 Values = Callable[[str, str], list[Any]]  # (language, field) -> the field's values that select it
-
-
-def language_names(languages: Collection[str]) -> list[str]:
-    """Every spelling of the languages this app's models translate from (or into)."""
-    return [alias for lang, aliases in LANGUAGE_ALIASES.items() if lang in languages for alias in aliases]
 
 
 def served_languages(
@@ -104,27 +95,6 @@ def fields_body(schema: Schema, form_schema: Schema | None = None, **examples: A
     strings: ``form_schema`` is the variant without JSON's nulls."""
     forms = {kind: {"schema": form_schema or schema} for kind in FORM_TYPES}
     return {"required": True, "content": {**json_content(schema, **examples), **forms}}
-
-
-def form_fields(schema: Schema) -> Schema:
-    """``schema`` as form fields can carry it: strings, never JSON's null, and a list only of two or
-    more (a list of one is the same single field as a plain value)."""
-    result: Schema = {}
-    for key, value in schema.items():
-        if key == "type" and isinstance(value, list):
-            value = [kind for kind in value if kind != "null"]
-        elif key == "enum":
-            value = [item for item in value if item is not None]
-        elif key == "anyOf":
-            value = [
-                {**b, "minItems": 2} if b.get("type") == "array" else form_fields(b)
-                for b in value
-                if b.get("type") != "null"
-            ]
-        elif isinstance(value, dict):
-            value = form_fields(value)
-        result[key] = value
-    return result
 
 
 def operation(tag: str, op_id: str, ok: Schema, errors: Iterable[int] = (), **extra: Any) -> Schema:

@@ -150,3 +150,24 @@ class SchemaSet:
             }
             return {"oneOf": branches, "discriminator": {"propertyName": "type", "mapping": mapping}}
         return {"anyOf": [*branches, {"type": "null"}] if nullable else branches}
+
+
+def form_fields(schema: Schema) -> Schema:
+    """``schema`` as form fields can carry it: strings, never JSON's null, and a list only of two or
+    more (a list of one is the same single field as a plain value)."""
+    result: Schema = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, list):
+            value = [kind for kind in value if kind != "null"]
+        elif key == "enum":
+            value = [item for item in value if item is not None]
+        elif key == "anyOf":
+            value = [
+                {**b, "minItems": 2} if b.get("type") == "array" else form_fields(b)
+                for b in value
+                if b.get("type") != "null"
+            ]
+        elif isinstance(value, dict):
+            value = form_fields(value)
+        result[key] = value
+    return result

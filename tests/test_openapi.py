@@ -17,11 +17,10 @@ from openapi_spec_validator import OpenAPIV31SpecValidator
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from decoding import Bundle, DecodingError, normalize_language
+from decoding import CLIENT_SPELLINGS, Bundle, DecodingError, normalize_language
 from server import Settings, create_app
 from server._error_codes import ErrorCode
 from server._errors import to_api_error
-from server._openapi_schema import LANGUAGE_ALIASES
 
 SERVER_DIR = Path(__file__).resolve().parent.parent / "server"
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -261,7 +260,7 @@ async def test_error_bodies_match_the_documented_error_response(
 
 
 def test_every_documented_language_alias_is_accepted() -> None:
-    for language, aliases in LANGUAGE_ALIASES.items():
+    for language, aliases in CLIENT_SPELLINGS.items():
         for alias in aliases:
             assert normalize_language(alias) == language
             assert normalize_language(alias.upper().replace("-", "_")) == language
