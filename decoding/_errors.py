@@ -99,7 +99,7 @@ class InputTooLongError(InputError):
     code = "text_too_long"
 
     def __init__(self, length: int, limit: int, unit: str = "characters", field: str = "text") -> None:
-        super().__init__(f"text is {length} {unit} long; the limit is {limit}", field=field)
+        super().__init__(f"'{field}' is {length} {unit} long; the limit is {limit}", field=field)
         self.length = length
         self.limit = limit
 

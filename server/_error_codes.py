@@ -175,7 +175,7 @@ TABLE: tuple[Code, ...] = (
         ErrorCode.TEXT_TOO_LONG,
         413,
         "The text is longer than the model accepts (`limit`, `length`: characters). Split it.",
-        "text is 6000 characters long; the limit is 5000",
+        "'text' is 6000 characters long; the limit is 5000",
         param="text",
         details={"limit": 5000, "length": 6000},
     ),

@@ -104,7 +104,7 @@ def chat_request(body: Mapping[str, Any], registry: ModelRegistry) -> ChatReques
         source=source,
         target=target,
         max_new_tokens=max_new_tokens,
-        names={"max_new_tokens": tokens_field},
+        names={"max_new_tokens": tokens_field, "text": "messages"},
         stream=bool(stream),
         include_usage=bool(options.get("include_usage", False)),
     )
@@ -115,7 +115,7 @@ def last_user_text(messages: object) -> str:
     newlines.
 
     Raises:
-        BadRequest: no user message, a malformed message, a non-text part, or blank text.
+        BadRequest: no user message, a malformed message or a non-text part.
     """
     if not isinstance(messages, list) or not messages:
         raise BadRequest("'messages' must be a non-empty list of messages", param="messages")
@@ -137,9 +137,7 @@ def last_user_text(messages: object) -> str:
         content = "\n".join(texts)
     if not isinstance(content, str):
         raise BadRequest("the user message's 'content' must be a string or a list of parts", param="messages")
-    if not content.strip():
-        raise BadRequest("the user message is empty", code=ErrorCode.EMPTY_TEXT, param="messages")
-    return content
+    return content  # blank or too long: the engine says so, of `messages` (``names``)
 
 
 def finish_reason(done: WireEvent) -> FinishReason:

@@ -203,7 +203,8 @@ async def test_text_too_long_is_413_in_openai_error_shape(default_bundle: Bundle
         response = await post(http, {"model": "liuyi", "messages": user(too_long)})
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "text_too_long"
-    assert response.json()["error"]["param"] == "text"
+    assert response.json()["error"]["param"] == "messages"  # the API's own field, never liuyi's `text`
+    assert "'messages'" in response.json()["error"]["message"]
 
 
 def test_bad_api_key_is_authentication_error(default_bundle: Bundle) -> None:
