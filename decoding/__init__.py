@@ -30,7 +30,7 @@ from ._errors import (
 )
 from ._graphs import EncodedSource, Seq2SeqGraphs
 from ._greedy import DecodeOptions, GreedySequence
-from ._job import PlannedSegment, Translation, nonblank
+from ._job import PlannedSegment, Translation, check_input, nonblank
 from ._languages import (
     CLIENT_SPELLINGS,
     LANGUAGE_TABLE,
@@ -97,6 +97,7 @@ __all__ = [
     "UnsupportedLanguageError",
     "advance_batch",
     "bundled_models",
+    "check_input",
     "detect_language",
     "language_name",
     "load_bundle",

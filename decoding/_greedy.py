@@ -48,7 +48,7 @@ def resolve_lengths(options: DecodeOptions, source_tokens: int, manifest: Manife
         generation = manifest.generation
         wanted = int(generation.max_new_tokens_ratio * source_tokens) + generation.max_new_tokens_extra
     else:
-        wanted = _positive_int("max_new_tokens", options.max_new_tokens)
+        wanted = positive_int("max_new_tokens", options.max_new_tokens)
     max_new = min(wanted, cap)
     min_new = options.min_new_tokens
     if isinstance(min_new, bool) or not isinstance(min_new, int) or min_new < 0:
@@ -64,7 +64,7 @@ def resolve_lengths(options: DecodeOptions, source_tokens: int, manifest: Manife
     return max_new, min_new
 
 
-def _positive_int(name: str, value: object) -> int:
+def positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidOptionError(f"'{name}' must be an integer >= 1", field=name)
     return value

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from ._errors import EmptyInputError, InputTooLongError
-from ._greedy import DecodeOptions, GreedySequence, resolve_lengths
+from ._greedy import DecodeOptions, GreedySequence, positive_int, resolve_lengths
 from ._segment import plan_segments
 from ._types import Delta, Event, FinishReason, Result, SegmentDone, SourceSegment, Timings
 from .tokenizers import Encoding, IncrementalDecoder
@@ -65,18 +65,31 @@ def nonblank(text: object, field: str = "text") -> str:
     return text
 
 
-def plan(bundle: Model, text: str, options: DecodeOptions) -> list[PlannedSegment]:
-    """Validate ``text`` and split it into model-sized segments.
+def check_input(bundle: Model, text: str, options: DecodeOptions) -> None:
+    """The checks of a request that need no tokenizer, so that a caller can make them before it
+    answers from a cache: the same request is refused, cached or not.
 
     Raises:
         EmptyInputError: nothing but whitespace.
         InputTooLongError: more characters than the bundle (or ``options.max_input_chars``) accepts.
-        InvalidOptionError: bad ``options``.
+        InvalidOptionError: ``max_new_tokens`` is not a positive integer.
     """
     nonblank(text)
     limit = min(bundle.max_input_chars, options.max_input_chars or bundle.max_input_chars)
     if len(text) > limit:
         raise InputTooLongError(len(text), limit)
+    if options.max_new_tokens is not None:
+        positive_int("max_new_tokens", options.max_new_tokens)
+
+
+def plan(bundle: Model, text: str, options: DecodeOptions) -> list[PlannedSegment]:
+    """Validate ``text`` and split it into model-sized segments.
+
+    Raises:
+        EmptyInputError, InputTooLongError: see :func:`check_input`.
+        InvalidOptionError: bad ``options``.
+    """
+    check_input(bundle, text, options)
     encodings: dict[str, Encoding] = {}
 
     def encode(piece: str) -> Encoding:

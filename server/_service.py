@@ -35,6 +35,7 @@ from decoding import (
     Result,
     SegmentDone,
     Translation,
+    check_input,
 )
 
 from ._cache import CachedTranslation, TranslationCache, cache_key
@@ -189,6 +190,7 @@ class TranslationService:
             # the server's limit, whatever the bundle's
             limit = self.settings.max_input_chars
             options = DecodeOptions(max_new_tokens=request.max_new_tokens, max_input_chars=limit)
+            check_input(bundle, request.text, options)  # refused alike, cached or not
             common: dict[str, Any] = {
                 "request_id": request_id or uuid.uuid4().hex[:16],
                 "bundle": bundle,

@@ -71,16 +71,21 @@ def stream(url: str, text: str) -> list[dict[str, Any]]:
 
 
 def test_two_server_processes_share_translations_through_redis(redis_server: RedisServer) -> None:
+    """The second replica accepts at most 8 characters: the cache never answers what it refuses."""
+    longer = "你喜欢吃苹果吗？我很好。"
     with (
         ServerProcess(LIUYI_REDIS_URL=redis_server.url) as first,
-        ServerProcess(LIUYI_REDIS_URL=redis_server.url) as second,
+        ServerProcess(LIUYI_REDIS_URL=redis_server.url, LIUYI_MAX_INPUT_CHARS="8") as second,
     ):
         fresh = stream(first.url, "你喜欢吃苹果吗？")
         shared = stream(second.url, "你喜欢吃苹果吗？")
+        assert not stream(first.url, longer)[0]["cached"]
+        refused = httpx.post(f"{second.url}/v1/translate/stream", json={"text": longer}, timeout=30)
     assert not fresh[0]["cached"] and shared[0]["cached"] and shared[-1]["cached"]
     deltas = [[e["text"] for e in events if e["type"] == "delta"] for events in (fresh, shared)]
     assert deltas[0] == deltas[1]
     assert shared[-1]["translation"] == fresh[-1]["translation"] == "Do you like to eat?"
+    assert refused.status_code == 413 and refused.json()["error"]["code"] == "text_too_long"
 
 
 def test_requests_succeed_when_redis_stops_mid_test(redis_server: RedisServer) -> None:
