@@ -63,10 +63,22 @@ class Seq2SeqGraphs:
         return dict(zip(names, arrays, strict=True))
 
     def encode_many(self, sources: list[list[int]]) -> list[EncodedSource]:
-        """Encode several sentences in one call (right-padded, masked) when the graph allows it:
-        requests admitted at the same step boundary then pay for one encoder pass, not one each."""
+        """Encode several sentences, in the order given. Sentences of similar length share one call
+        (right-padded, masked) when the graph allows it; a call never pads more than
+        ``_MAX_PADDING`` of its tokens, because padding costs what real tokens cost: ten sentences
+        of 5-41 tokens took 147 ms in one call and 64 ms one by one (opus-mt int8, AVX2, 1 thread)."""
         if len(sources) < 2 or not self._batched_encoder:
             return [self.encode(ids) for ids in sources]
+        encoded: dict[int, EncodedSource] = {}
+        for group in _length_groups([len(ids) for ids in sources]):
+            if len(group) == 1:
+                encoded[group[0]] = self.encode(sources[group[0]])
+                continue
+            for index, source in zip(group, self._encode_padded([sources[i] for i in group]), strict=True):
+                encoded[index] = source
+        return [encoded[index] for index in range(len(sources))]
+
+    def _encode_padded(self, sources: list[list[int]]) -> list[EncodedSource]:
         width = max(len(ids) for ids in sources)
         pad = self.manifest.tokens.pad if self.manifest.tokens.pad is not None else 0
         ids = np.full((len(sources), width), pad, dtype=np.int64)
@@ -167,3 +179,22 @@ def _check_fixed_sizes(bundle_dir: Path, m: Manifest, dims: dict[str, list[int |
                     "batch and time/source axes may",
                     file=m.decoder.file,
                 )
+
+
+_MAX_PADDING = 0.1  # the share of a padded encoder call's positions that may be padding
+
+
+def _length_groups(lengths: list[int]) -> list[list[int]]:
+    """Indices of ``lengths`` grouped, shortest first, so that each group padded to its longest
+    wastes at most ``_MAX_PADDING`` of its positions."""
+    groups: list[list[int]] = []
+    total = 0
+    for index in sorted(range(len(lengths)), key=lengths.__getitem__):
+        length = lengths[index]  # the group's longest so far: sorted ascending
+        if groups and (len(groups[-1]) + 1) * length * (1 - _MAX_PADDING) <= total + length:
+            groups[-1].append(index)
+            total += length
+        else:
+            groups.append([index])
+            total = length
+    return groups

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from decoding import Bundle, DecodeBatch, DecodeOptions, GreedySequence, advance_batch
+from decoding._graphs import _length_groups
 from decoding.export.synthetic import CORPUS
 
 
@@ -139,3 +142,29 @@ def test_an_emptied_batch_starts_fresh(tiny_marian_bundle: Bundle) -> None:
     while batch.rows:
         advance_batch(batch)
     assert again.owner.tokens == alone_ids(tiny_marian_bundle, [7, 8, 0], 3)
+
+
+def test_encode_many_gives_each_source_what_encoding_it_alone_gives_in_the_order_given(
+    tiny_marian_bundle: Bundle,
+) -> None:
+    graphs = tiny_marian_bundle.graphs
+    sources = [tiny_marian_bundle.tokenizer.encode(text).ids for text in CORPUS[:9]]
+    assert len({len(ids) for ids in sources}) > 3  # lengths differ: several encoder calls
+    for ids, together in zip(sources, graphs.encode_many(sources), strict=True):
+        alone = graphs.encode(ids)
+        assert together.length == alone.length == len(ids)
+        for name, array in alone.outputs.items():
+            np.testing.assert_allclose(together.outputs[name], array, atol=1e-5)
+
+
+def test_an_encoder_call_pads_at_most_a_tenth_of_its_positions() -> None:
+    """Padding costs what real tokens cost: ten sentences of 5-41 tokens in one padded call took
+    2.3x as long as one by one (bench note in decoding/_graphs.py)."""
+    lengths = [6, 11, 12, 41, 9, 18, 10, 13, 11, 29]
+    groups = _length_groups(lengths)
+    assert sorted(index for group in groups for index in group) == list(range(len(lengths)))
+    for group in groups:
+        padded = len(group) * max(lengths[i] for i in group)
+        assert sum(lengths[i] for i in group) >= 0.9 * padded
+    assert max(len(group) for group in groups) >= 3  # similar lengths still share a call
+    assert _length_groups([7, 7]) == [[0, 1]]
