@@ -31,7 +31,11 @@ class Samples:
     """What N users measured; one instance per measurement."""
 
     latencies: list[float] = field(default_factory=list)  # seconds, successful requests
-    ttfts: list[float] = field(default_factory=list)  # seconds to the first delta (streaming)
+    # seconds to the first delta (streaming), steady state: every request but each user's first
+    ttfts: list[float] = field(default_factory=list)
+    # each user's first request: all users send it in the same millisecond, a burst no steady load
+    # has (10 users at once wait for 10 encoder calls); reported on its own
+    burst_ttfts: list[float] = field(default_factory=list)
     tokens: int = 0  # output tokens of successful requests (from the final record's usage)
     errors: int = 0
     statuses: dict[int, int] = field(default_factory=dict)
@@ -57,6 +61,7 @@ class Samples:
             "p99_ms": 1000 * percentile(lat, 99),
             "ttft_p50_ms": 1000 * percentile(ttft, 50),
             "ttft_p95_ms": 1000 * percentile(ttft, 95),
+            "ttft_burst_max_ms": 1000 * max(self.burst_ttfts, default=float("nan")),
             "client_cores": self.client_cpu / wall,
         }
 
@@ -85,8 +90,9 @@ class _Connection:
             self._writer.close()
             self._reader = self._writer = None
 
-    async def post(self, path: str, body: bytes, samples: Samples, started: float) -> None:
-        """Send one request and read its whole answer, recording latency, TTFT and tokens."""
+    async def post(self, path: str, body: bytes, samples: Samples, started: float, *, first: bool) -> None:
+        """Send one request and read its whole answer, recording latency, TTFT (among the burst's
+        when it is the user's ``first``) and tokens."""
         if self._writer is None:
             self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
         reader, writer = self._reader, self._writer
@@ -101,7 +107,8 @@ class _Connection:
         samples.statuses[status] = samples.statuses.get(status, 0) + 1
         lowered = head.lower()
         if b"transfer-encoding: chunked" in lowered:
-            last = await self._read_chunks(reader, samples, started)
+            ttfts = samples.burst_ttfts if first else samples.ttfts
+            last = await self._read_chunks(reader, ttfts, started)
         else:
             length = _CONTENT_LENGTH.search(head)
             last = await reader.readexactly(int(length.group(1))) if length else await reader.read()
@@ -114,8 +121,9 @@ class _Connection:
         samples.tokens += int(found.group(1))
         samples.latencies.append(time.perf_counter() - started)
 
-    async def _read_chunks(self, reader: asyncio.StreamReader, samples: Samples, started: float) -> bytes:
-        """Read a chunked body; returns its last two chunks (where the final record is)."""
+    async def _read_chunks(self, reader: asyncio.StreamReader, ttfts: list[float], started: float) -> bytes:
+        """Read a chunked body, adding its TTFT to ``ttfts``; returns its last two chunks (where the
+        final record is)."""
         previous = last = b""
         first_delta = False
         while True:
@@ -126,7 +134,7 @@ class _Connection:
             previous, last = last, (await reader.readexactly(size + 2))[:-2]
             if not first_delta and b'"type":"delta"' in last:
                 first_delta = True
-                samples.ttfts.append(time.perf_counter() - started)
+                ttfts.append(time.perf_counter() - started)
 
 
 async def run_users(
@@ -152,14 +160,16 @@ async def run_users(
     async def user(index: int) -> None:
         rng = random.Random(seed * 1000 + index)  # the same sentence order as the engine's user
         connection = _Connection(host, port)
+        first = True
         try:
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
                 try:
-                    await connection.post(path, rng.choice(bodies), samples, started)
+                    await connection.post(path, rng.choice(bodies), samples, started, first=first)
                 except (OSError, asyncio.IncompleteReadError, ValueError):
                     samples.errors += 1
                     await connection.close()
+                first = False
         finally:
             await connection.close()
 

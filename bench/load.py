@@ -254,15 +254,18 @@ def render(
         "",
         f"`{command}` — model `{model}`, batch {args.batch}, max new tokens {tokens}, response cache "
         f"{cache}, {args.duration:g} s per measurement; engine vs server: medians of {args.rounds} "
-        "interleaved rounds (each round's ratio in brackets).",
+        "interleaved rounds (each round's ratio in brackets). TTFT percentiles are steady state: each "
+        "user's first request is left out, because all users send it in the same millisecond (a "
+        "burst no steady load has); the slowest of that burst is its own column.",
     ]
     if comparison:
         lines += [
             "",
             "| threads | users | engine tokens/s | server tokens/s | server ÷ engine | "
-            "engine TTFT P50 / P95 ms | server TTFT P50 / P95 ms | server latency P95 ms | "
-            "server QPS | CPU cores: engine / server / load generator | errors |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "engine TTFT P50 / P95 ms | server TTFT P50 / P95 ms | start burst TTFT max ms: engine / "
+            "server | server latency P95 ms | server QPS | CPU cores: engine / server / load generator | "
+            "errors |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for (threads, level), row in comparison.items():
             e, s = row["engine"]["summary"], row["server"]
@@ -270,7 +273,9 @@ def render(
             lines.append(
                 f"| {threads} | {level} | {e['tokens_per_s']:.0f} | {s['tokens_per_s']:.0f} | "
                 f"**{row['ratio']:.2f}** ({ratios}) | {e['ttft_p50_ms']:.1f} / {e['ttft_p95_ms']:.1f} | "
-                f"{s['ttft_p50_ms']:.1f} / {s['ttft_p95_ms']:.1f} | {s['p95_ms']:.0f} | {s['qps']:.1f} | "
+                f"{s['ttft_p50_ms']:.1f} / {s['ttft_p95_ms']:.1f} | "
+                f"{e['ttft_burst_max_ms']:.0f} / {s['ttft_burst_max_ms']:.0f} | "
+                f"{s['p95_ms']:.0f} | {s['qps']:.1f} | "
                 f"{e['client_cores']:.2f} / {row['server_cores']:.2f} / {s['client_cores']:.2f} | "
                 f"{s['error_rate_%']:.1f} % |"
             )
@@ -313,8 +318,9 @@ def _targets(comparison: dict[tuple[int, int], dict[str, Any]], threads: int) ->
     if loaded and idle:
         ttft, base = loaded["server"]["ttft_p95_ms"], idle["server"]["ttft_p50_ms"]
         lines.append(
-            f"* server TTFT P95 at 10 users ÷ idle TTFT (P50 at 1 user): {ttft:.1f} / {base:.1f} ms = "
-            f"**{ttft / base:.2f}** (target ≤ 3)"
+            f"* server TTFT P95 at 10 users (steady state) ÷ idle TTFT (P50 at 1 user): {ttft:.1f} / "
+            f"{base:.1f} ms = **{ttft / base:.2f}** (target ≤ 3); the start burst's slowest: "
+            f"{loaded['server']['ttft_burst_max_ms']:.0f} ms"
         )
     return lines
 
