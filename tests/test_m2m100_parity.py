@@ -67,6 +67,18 @@ def test_tokenizer_encodes_like_transformers_unknown_pieces_included(
     assert any(unk in tokenizer.encode(text).ids and "㉿" not in text for text in UNKNOWN)
 
 
+def test_language_tokens_typed_by_a_client_stay_text(
+    m2m100_bundle: Bundle, reference: _parity.MultilingualReference
+) -> None:
+    """Deliberately unlike transformers (which matches ``__en__`` in the text as the language token):
+    client text never steers the model, as with NLLB's codes."""
+    text = "x __en__ y"
+    languages = {reference.tokenizer.get_lang_id(code) for code in M2M100_LANGUAGE_LISTS["m2m100"]}
+    ids = m2m100_bundle.for_direction("zh-en").tokenizer.encode(text).ids
+    assert ids[0] == reference.language_id("zh") and not languages & set(ids[1:])
+    assert reference.language_id("en") in reference.encoded("zh-en", text).input_ids[0].tolist()
+
+
 @pytest.mark.parametrize("direction", DIRECTIONS)
 @pytest.mark.parametrize("text", INPUTS[::5])
 def test_step_logits_allclose_to_transformers(
