@@ -23,7 +23,9 @@ class Language:
     # What clients may send besides the code: BCP 47 tags, ISO 639-2/3, DeepL's and LibreTranslate's
     # spellings, the English name; matched case-insensitively, "_" == "-".
     aliases: tuple[str, ...]
-    nllb_code: str  # NLLB-200 / M2M100's language token
+    nllb_code: str  # NLLB-200's language token
+    # M2M100's (fairseq) language code; its token is "__" + code + "__" (transformers' M2M100Tokenizer)
+    m2m100_code: str
     # How checkpoints name it besides the code and the NLLB code (opus-mt ids, tokenizer configs).
     checkpoint_spellings: tuple[str, ...]
 
@@ -34,6 +36,7 @@ LANGUAGE_TABLE = (
         name="Chinese",
         aliases=("zh-CN", "zh-Hans", "zh-SG", "zh-TW", "zh-Hant", "zh-HK", "cmn", "zho", "chi", "chinese"),
         nllb_code="zho_Hans",
+        m2m100_code="zh",
         checkpoint_spellings=("zhx", "cmn", "zho"),
     ),
     Language(
@@ -41,6 +44,7 @@ LANGUAGE_TABLE = (
         name="English",
         aliases=("en-US", "en-GB", "eng", "english"),
         nllb_code="eng_Latn",
+        m2m100_code="en",
         checkpoint_spellings=("eng",),
     ),
 )

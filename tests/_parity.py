@@ -6,6 +6,8 @@ minGPT's order: logits first (``allclose``), then greedy ids, then text.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -80,3 +82,46 @@ def assert_logits_close(engine: np.ndarray, reference: np.ndarray) -> None:
     allowed = np.isfinite(engine)
     assert allowed.mean() > 0.99
     np.testing.assert_allclose(engine[allowed], reference[allowed], rtol=1e-4, atol=1e-4)
+
+
+@dataclass(frozen=True)
+class MultilingualReference:
+    """transformers' side of a model whose source starts with its language's token and whose output
+    is forced to start with the target's (NLLB-200, M2M100)."""
+
+    model: Any
+    tokenizer: Any
+    src_lang: Callable[[str], str]  # liuyi's language code -> what the tokenizer's src_lang takes
+    language_id: Callable[[str], int]  # liuyi's language code -> id of its language token
+
+    def encoded(self, direction: str, text: str) -> Any:
+        self.tokenizer.src_lang = self.src_lang(direction.split("-")[0])
+        return self.tokenizer(text, return_tensors="pt")
+
+    def generate(self, direction: str, text: str, **kwargs: Any) -> list[int]:
+        forced = self.language_id(direction.split("-")[1])
+        return reference_ids(self.model, self.encoded(direction, text), forced_bos_token_id=forced, **kwargs)
+
+
+def assert_step_logits_match(
+    bundle: Bundle, reference: MultilingualReference, direction: str, text: str
+) -> None:
+    """The bundle's step logits, fed transformers' greedy output for ``text``, equal transformers'."""
+    source = reference.encoded(direction, text)
+    targets = reference.generate(direction, text, max_new_tokens=12)
+    start = bundle.manifest.tokens.decoder_start
+    assert_logits_close(
+        engine_logits(bundle, source.input_ids[0].tolist(), start, targets),
+        reference_logits(reference.model, source, start, targets),
+    )
+
+
+def assert_greedy_matches(
+    bundle: Bundle, reference: MultilingualReference, direction: str, text: str
+) -> None:
+    """Greedy ids equal ``generate()``'s with the target language forced first; text equal its decode."""
+    want = reference.generate(direction, text, max_new_tokens=24)
+    result = bundle.for_direction(direction).translate(text, options=DecodeOptions(max_new_tokens=24))
+    assert list(result.segments[0].token_ids) == want
+    assert want[0] == reference.language_id(direction.split("-")[1])
+    assert result.translation == reference.tokenizer.decode(want, skip_special_tokens=True)

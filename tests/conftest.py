@@ -19,6 +19,7 @@ from tests._live import LiveServer, asgi_client
 TINY_SEED = 2
 TINY_EOS_BIAS = 2.0
 NLLB_EOS_BIAS = 2.5
+M2M100_EOS_BIAS = 4.0
 
 
 @pytest.fixture(scope="session")
@@ -44,15 +45,22 @@ def tiny_marian_bundle(tiny_marian_bundle_dir: Path) -> Bundle:
     )
 
 
-def marian_reference(checkpoint: Path) -> tuple[Any, Any]:
-    """(MarianMTModel, MarianTokenizer) from transformers: the reference implementation."""
-    from transformers import MarianMTModel, MarianTokenizer
+def hf_reference(
+    checkpoint: Path, model_class: str, tokenizer_class: str = "AutoTokenizer"
+) -> tuple[Any, Any]:
+    """(model, tokenizer) from transformers, by class name: the reference implementation."""
+    import transformers
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses" and friends
-        tokenizer = MarianTokenizer.from_pretrained(str(checkpoint))
-        model = MarianMTModel.from_pretrained(str(checkpoint)).eval()
+        tokenizer = getattr(transformers, tokenizer_class).from_pretrained(str(checkpoint))
+        model = getattr(transformers, model_class).from_pretrained(str(checkpoint)).eval()
     return model, tokenizer
+
+
+def marian_reference(checkpoint: Path) -> tuple[Any, Any]:
+    """(MarianMTModel, MarianTokenizer)."""
+    return hf_reference(checkpoint, "MarianMTModel", "MarianTokenizer")
 
 
 @pytest.fixture(scope="session")
@@ -107,12 +115,25 @@ def tiny_nllb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def hf_nllb(tiny_nllb_dir: Path) -> Iterator[tuple[Any, Any]]:
-    """(M2M100ForConditionalGeneration, NllbTokenizer) from transformers: the reference."""
-    from transformers import AutoTokenizer, M2M100ForConditionalGeneration
+def hf_nllb(tiny_nllb_dir: Path) -> tuple[Any, Any]:
+    """(M2M100ForConditionalGeneration, NllbTokenizer)."""
+    return hf_reference(tiny_nllb_dir, "M2M100ForConditionalGeneration")
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tokenizer = AutoTokenizer.from_pretrained(str(tiny_nllb_dir))
-        model = M2M100ForConditionalGeneration.from_pretrained(str(tiny_nllb_dir)).eval()
-    yield model, tokenizer
+
+@pytest.fixture(scope="session")
+def tiny_m2m100_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A plain M2M100 checkpoint (facebook/m2m100_418M's files): random weights, vocab.json."""
+    from decoding.export.synthetic_nllb import build
+
+    return build(
+        tmp_path_factory.mktemp("hf") / "m2m100-tiny",
+        seed=TINY_SEED,
+        eos_bias=M2M100_EOS_BIAS,
+        tokenizer="m2m100",
+    )
+
+
+@pytest.fixture(scope="session")
+def hf_m2m100(tiny_m2m100_dir: Path) -> tuple[Any, Any]:
+    """(M2M100ForConditionalGeneration, M2M100Tokenizer)."""
+    return hf_reference(tiny_m2m100_dir, "M2M100ForConditionalGeneration")

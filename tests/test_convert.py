@@ -35,10 +35,11 @@ sys.meta_path.insert(0, _Blocked())
 
 
 def test_converter_runs_where_torch_and_transformers_cannot_be_imported(
-    tiny_marian_dir: Path, tiny_tc_big_dir: Path, tiny_nllb_dir: Path, tmp_path: Path
+    tiny_marian_dir: Path, tiny_tc_big_dir: Path, tiny_nllb_dir: Path, tiny_m2m100_dir: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
+    sources = [str(d) for d in (tiny_marian_dir, tiny_tc_big_dir, tiny_nllb_dir, tiny_m2m100_dir)]
     script = textwrap.dedent(
         f"""
         import sys
@@ -51,7 +52,7 @@ def test_converter_runs_where_torch_and_transformers_cannot_be_imported(
                 raise SystemExit(blocked + " was importable: the blocker is not active")
         from decoding import load_bundle
         from decoding.export import convert_checkpoint
-        for source in {[str(tiny_marian_dir), str(tiny_tc_big_dir), str(tiny_nllb_dir)]!r}:
+        for source in {sources!r}:
             out = {str(tmp_path)!r} + "/" + source.rsplit("/", 1)[-1]
             convert_checkpoint(source, out, int8=True)
             print(load_bundle(out).translate("你好，世界。").finish_reason)
@@ -62,7 +63,7 @@ def test_converter_runs_where_torch_and_transformers_cannot_be_imported(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert set(done.stdout.split()) <= {"stop", "length"} and len(done.stdout.split()) == 3
+    assert set(done.stdout.split()) <= {"stop", "length"} and len(done.stdout.split()) == 4
 
 
 @pytest.mark.parametrize(

@@ -33,15 +33,15 @@ def nllb_bundle(tiny_nllb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     return load_bundle(out, options=LoadOptions(runtime=RuntimeOptions(intra_op_num_threads=1)))
 
 
-def encoded(hf: tuple[Any, Any], direction: str, text: str) -> Any:
-    tokenizer = hf[1]
-    tokenizer.src_lang = CODES[direction.split("-")[0]]
-    return tokenizer(text, return_tensors="pt")
-
-
-def reference(hf: tuple[Any, Any], direction: str, text: str, **kwargs: Any) -> list[int]:
-    forced = hf[1].convert_tokens_to_ids(CODES[direction.split("-")[1]])
-    return _parity.reference_ids(hf[0], encoded(hf, direction, text), forced_bos_token_id=forced, **kwargs)
+@pytest.fixture(scope="module")
+def reference(hf_nllb: tuple[Any, Any]) -> _parity.MultilingualReference:
+    model, tokenizer = hf_nllb
+    return _parity.MultilingualReference(
+        model,
+        tokenizer,
+        src_lang=CODES.__getitem__,
+        language_id=lambda lang: tokenizer.convert_tokens_to_ids(CODES[lang]),
+    )
 
 
 def test_one_bundle_lists_both_directions_and_their_language_tokens(
@@ -69,37 +69,27 @@ def test_registry_routes_both_directions_to_the_one_bundle(nllb_bundle: Bundle) 
 
 @pytest.mark.parametrize("direction", DIRECTIONS)
 def test_tokenizer_encodes_like_transformers(
-    nllb_bundle: Bundle, hf_nllb: tuple[Any, Any], direction: str
+    nllb_bundle: Bundle, reference: _parity.MultilingualReference, direction: str
 ) -> None:
     tokenizer = nllb_bundle.for_direction(direction).tokenizer
     for text in INPUTS:
-        assert tokenizer.encode(text).ids == encoded(hf_nllb, direction, text).input_ids[0].tolist(), text
+        assert tokenizer.encode(text).ids == reference.encoded(direction, text).input_ids[0].tolist(), text
 
 
 @pytest.mark.parametrize("direction", DIRECTIONS)
 @pytest.mark.parametrize("text", INPUTS[::5])
 def test_step_logits_allclose_to_transformers(
-    nllb_bundle: Bundle, hf_nllb: tuple[Any, Any], direction: str, text: str
+    nllb_bundle: Bundle, reference: _parity.MultilingualReference, direction: str, text: str
 ) -> None:
-    source = encoded(hf_nllb, direction, text)
-    targets = reference(hf_nllb, direction, text, max_new_tokens=12)
-    start = nllb_bundle.manifest.tokens.decoder_start
-    _parity.assert_logits_close(
-        _parity.engine_logits(nllb_bundle, source.input_ids[0].tolist(), start, targets),
-        _parity.reference_logits(hf_nllb[0], source, start, targets),
-    )
+    _parity.assert_step_logits_match(nllb_bundle, reference, direction, text)
 
 
 @pytest.mark.parametrize("direction", DIRECTIONS)
 @pytest.mark.parametrize("text", INPUTS)
 def test_greedy_ids_and_text_equal_generate_with_forced_language(
-    nllb_bundle: Bundle, hf_nllb: tuple[Any, Any], direction: str, text: str
+    nllb_bundle: Bundle, reference: _parity.MultilingualReference, direction: str, text: str
 ) -> None:
-    want = reference(hf_nllb, direction, text, max_new_tokens=24)
-    result = nllb_bundle.for_direction(direction).translate(text, options=DecodeOptions(max_new_tokens=24))
-    assert list(result.segments[0].token_ids) == want
-    assert want[0] == hf_nllb[1].convert_tokens_to_ids(CODES[direction.split("-")[1]])
-    assert result.translation == hf_nllb[1].decode(want, skip_special_tokens=True)
+    _parity.assert_greedy_matches(nllb_bundle, reference, direction, text)
 
 
 @pytest.mark.parametrize("direction", DIRECTIONS)

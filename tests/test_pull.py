@@ -31,6 +31,7 @@ from tests._fake_hub import FakeHub, FakePullRequest, FakeRepo
 from tests._live import ServerProcess, free_port
 
 REPO = "Helsinki-NLP/opus-mt-zh-en"  # what the catalogue name opus-mt-zh-en points to
+M2M100_REPO = "facebook/m2m100_418M"  # the catalogue's m2m100-418M
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,11 +99,12 @@ def one_error_line(run: Run, code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def hub(tiny_marian_dir: Path) -> Iterator[FakeHub]:
+def hub(tiny_marian_dir: Path, tiny_m2m100_dir: Path) -> Iterator[FakeHub]:
     with FakeHub() as fake:
         fake.add_checkpoint(
             REPO, tiny_marian_dir, extra={"pytorch_model.bin": b"p" * 4096, "tf_model.h5": b"t"}
         )
+        fake.add_checkpoint(M2M100_REPO, tiny_m2m100_dir)
         pickles = {name: (tiny_marian_dir / name).read_bytes() for name in ("config.json", "vocab.json")}
         fake.repos["liuyi-test/pickles-only"] = dataclasses.replace(
             fake.repos[REPO], files={**pickles, "pytorch_model.bin": b"p" * 4096}
@@ -251,6 +253,24 @@ def test_models_local_lists_pulled_bundles_and_rm_removes_them(
     removed = liuyi("rm", "opus-mt-zh-en", env=homes.env(hub))
     assert removed.returncode == 0 and homes.bundles() == []
     assert liuyi("rm", "opus-mt-zh-en", env=homes.env(hub)).returncode == 1
+
+
+def test_pull_of_an_m2m100_checkpoint_makes_one_bundle_for_both_directions(
+    hub: FakeHub, tmp_path: Path
+) -> None:
+    homes = Homes(tmp_path / "liuyi", tmp_path / "hf")
+    before = len(hub.downloads())
+    run = liuyi("pull", "m2m100-418M", env=homes.env(hub))
+    assert run.returncode == 0, run.stderr
+    assert {"vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json"} <= set(hub.downloads()[before:])
+    [bundle] = homes.bundles()
+    manifest = load_manifest(bundle, verify_checksums=True)
+    assert (manifest.name, manifest.served_directions, manifest.license, manifest.tokenizer.kind) == (
+        "m2m100-418M",
+        ("zh-en", "en-zh"),
+        "mit",
+        "m2m100-sentencepiece",
+    )
 
 
 def test_pull_list_shows_the_catalogue(hub: FakeHub, tmp_path: Path) -> None:

@@ -25,7 +25,15 @@ RECORD = new_record(name="org/model", repo="org/model", revision="main", commit=
 def test_catalogue_names_and_their_hub_ids_resolve_to_the_same_entry() -> None:
     for entry in CATALOGUE:
         assert find_model(entry.name).entry == find_model(entry.repo).entry == entry
-    assert {"opus-mt-zh-en", "opus-mt-en-zh", "nllb-200-distilled-600M"} <= {e.name for e in CATALOGUE}
+    assert {"opus-mt-zh-en", "opus-mt-en-zh", "nllb-200-distilled-600M", "m2m100-418M"} <= {
+        e.name for e in CATALOGUE
+    }
+
+
+def test_the_readme_pull_table_lists_every_catalogue_entry() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    for entry in CATALOGUE:
+        assert f"| `{entry.name}` | `{entry.repo}` |" in readme, entry.name
 
 
 def test_any_hub_id_is_accepted_without_a_catalogue_entry() -> None:

@@ -9,7 +9,7 @@ from . import m2m100, marian
 from ._checkpoint import ConvertOptions, read_checkpoint
 
 Converter = Callable[..., Path]
-# model_type -> converter; NLLB-200 checkpoints say "m2m_100" too.
+# model_type -> converter; NLLB-200 and plain M2M100 checkpoints both say "m2m_100".
 FAMILIES: dict[str, Converter] = {"marian": marian.convert, "m2m_100": m2m100.convert}
 
 

@@ -1,10 +1,12 @@
-"""Convert an NLLB-200 checkpoint (M2M100 architecture) into a liuyi bundle, torch-free.
+"""Convert an M2M100 or NLLB-200 checkpoint into a liuyi bundle, torch-free.
 
-``facebook/nllb-200-distilled-600M`` and its siblings are one model for 200 languages: the source
-starts with its language code (``zho_Hans``), and the decoder is forced to begin with the target's
-(``eng_Latn``; transformers' ``forced_bos_token_id``). So one bundle serves both zh->en and en->zh:
-the manifest lists both directions, the code token of each language (tokenizer options) and the
-token each target language starts with (``generation.forced_first_tokens``).
+``facebook/nllb-200-distilled-600M``, ``facebook/m2m100_418M`` and their siblings are one model
+for many languages: the source starts with its language token (NLLB's ``zho_Hans``, M2M100's
+``__zh__``), and the decoder is forced to begin with the target's (transformers'
+``forced_bos_token_id``). So one bundle serves both zh->en and en->zh: the manifest lists both
+directions, the token of each language (tokenizer options) and the token each target language
+starts with (``generation.forced_first_tokens``). The two differ only in their tokenizers
+(:mod:`decoding.export._language_tokens` tells them apart).
 
 Architecture differences from Marian, all in :class:`decoding.export.transformer.Transformer`'s
 fields: layer norm *before* each block and once more after the last layer, ReLU, no logits bias,
@@ -14,34 +16,30 @@ halves with a ``log(10000) / (half - 1)`` frequency step.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from pathlib import Path
 
 import numpy as np
 
-from .._languages import LANGUAGE_TABLE
 from .._manifest import Generation, Limits, SpecialTokens, TokenizerSpec
 from ._checkpoint import Checkpoint, ConvertOptions, copy_card, load_weights, read_checkpoint
 from ._common import prepare_output_dir
 from ._hf_weights import Weights
+from ._language_tokens import language_tokens
 from ._seq2seq import quantize_graphs, write_graphs, write_transformer_manifest
 from .transformer import Transformer
-
-SPM_FILE = "sentencepiece.bpe.model"
-# NLLB's code for each language liuyi serves
-LANGUAGE_CODES = {language.code: language.nllb_code for language in LANGUAGE_TABLE}
 
 
 def convert(
     source: Path, output_dir: Path, *, force: bool = False, options: ConvertOptions | None = None
 ) -> Path:
-    """Convert the NLLB checkpoint directory ``source`` into a bundle in ``output_dir``.
+    """Convert the M2M100/NLLB checkpoint directory ``source`` into a bundle in ``output_dir``.
 
     Arguments:
         source: a directory holding config.json, model.safetensors, sentencepiece.bpe.model and
-            tokenizer.json (or tokenizer_config.json with ``added_tokens_decoder``).
+            NLLB's tokenizer.json (or tokenizer_config.json with ``added_tokens_decoder``) or
+            M2M100's vocab.json (and tokenizer_config.json naming its language list).
         output_dir: where the bundle goes; must not exist unless ``force``.
         force: replace an existing ``output_dir``.
         options: name, int8, licence, attribution; languages: both None for a bundle serving
@@ -52,9 +50,9 @@ def convert(
 
     Raises:
         FileExistsError: ``output_dir`` exists and ``force`` is false.
-        FileNotFoundError: a tokenizer file is missing.
-        ValueError: not M2M100/NLLB, no safetensors, no zh/en language codes, head width not a
-            multiple of 8.
+        FileNotFoundError: the SentencePiece model is missing.
+        ValueError: not M2M100/NLLB, no safetensors, no zh/en language tokens (neither NLLB's
+            codes nor M2M100's ``__zh__``/``__en__``), head width not a multiple of 8.
     """
     options = options or ConvertOptions()
     checkpoint = read_checkpoint(Path(source))
@@ -62,15 +60,7 @@ def convert(
         raise ValueError(f"{source} is a {checkpoint.model_type!r} checkpoint, not M2M100/NLLB")
     if Path(output_dir).exists() and not force:
         raise FileExistsError(f"{output_dir} exists; pass --force to replace it")
-    if not (checkpoint.path / SPM_FILE).is_file():
-        raise FileNotFoundError(f"{checkpoint.path} has no {SPM_FILE} (the NLLB SentencePiece model)")
-    added = added_tokens(checkpoint)
-    missing = [code for code in LANGUAGE_CODES.values() if code not in added]
-    if missing:
-        raise ValueError(
-            f"{checkpoint.path}: no language code token for {', '.join(missing)}; only NLLB-200 "
-            "tokenizers (codes like zho_Hans, eng_Latn) are supported"
-        )
+    languages = language_tokens(checkpoint)
     directions = _directions(options)
     model = transformer(checkpoint, load_weights(checkpoint))
     model.check_fused_kernels()
@@ -81,10 +71,10 @@ def convert(
     del model  # the float32 weights, before the quantizer needs its own memory
     if options.int8:
         weight_files = quantize_graphs(output_dir)
-    shutil.copyfile(checkpoint.path / SPM_FILE, output_dir / SPM_FILE)
+    for name in languages.files.values():
+        shutil.copyfile(checkpoint.path / name, output_dir / name)
     config = checkpoint.config
     max_positions = int(config["max_position_embeddings"])
-    codes = {lang: added[code] for lang, code in LANGUAGE_CODES.items()}
     write_transformer_manifest(
         output_dir,
         layers=layers,
@@ -95,7 +85,7 @@ def convert(
             decoder_start=int(checkpoint.get("decoder_start_token_id", 2)),
             eos=int(checkpoint.get("eos_token_id", 2)),
             pad=int(checkpoint.get("pad_token_id", 1)),
-            unk=added.get("<unk>", 3),
+            unk=languages.unk,
         ),
         limits=Limits(
             max_source_tokens=max_positions,
@@ -105,14 +95,14 @@ def convert(
             forced_eos_at_limit=checkpoint.get("forced_eos_token_id") == checkpoint.get("eos_token_id", 2),
             max_new_tokens_ratio=2.0,
             max_new_tokens_extra=10,
-            forced_first_tokens=codes,
+            forced_first_tokens=languages.ids,
         ),
         tokenizer=TokenizerSpec(
-            kind="nllb-sentencepiece",
-            files={"spm": SPM_FILE},
-            options={"language_codes": codes, "special_ids": sorted(added.values())},
+            kind=languages.kind,
+            files=languages.files,
+            options={"language_codes": languages.ids, "special_ids": languages.special_ids},
         ),
-        files=[SPM_FILE, *copy_card(checkpoint, output_dir), *weight_files],
+        files=[*languages.files.values(), *copy_card(checkpoint, output_dir), *weight_files],
         license=checkpoint.license(options),
         attribution=checkpoint.attribution(options),
         int8=options.int8,
@@ -160,18 +150,6 @@ def sinusoids(positions: int, width: int, padding_idx: int) -> np.ndarray:
         table = np.concatenate([table, np.zeros((positions, 1), dtype=np.float32)], axis=1)
     table[padding_idx] = 0
     return table.astype(np.float32)
-
-
-def added_tokens(checkpoint: Checkpoint) -> dict[str, int]:
-    """Special and language-code tokens -> ids, from tokenizer.json (else tokenizer_config.json)."""
-    path = checkpoint.path / "tokenizer.json"
-    if path.is_file():
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {item["content"]: int(item["id"]) for item in data.get("added_tokens", [])}
-    decoder = checkpoint.tokenizer_config.get("added_tokens_decoder", {})
-    if not decoder:
-        raise FileNotFoundError(f"{checkpoint.path} has no tokenizer.json (it lists the language codes)")
-    return {item["content"]: int(index) for index, item in decoder.items()}
 
 
 def _directions(options: ConvertOptions) -> tuple[str, ...]:

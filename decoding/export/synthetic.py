@@ -19,6 +19,7 @@ import argparse
 import io
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -268,20 +269,19 @@ def cli_parser(prog: str, description: str, architectures: list[str]) -> argpars
     return parser
 
 
+def build_from_cli(build: Callable[..., Path], args: argparse.Namespace, **extra: Any) -> int:
+    """Build what :func:`cli_parser`'s arguments (and a builder's own, ``extra``) ask for; print where."""
+    print(
+        build(args.output, arch=args.arch, seed=args.seed, eos_bias=args.eos_bias, force=args.force, **extra)
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = cli_parser("python -m decoding.export.synthetic", __doc__.split("\n")[0], list(ARCHITECTURES))
     parser.add_argument("--separate-vocabs", action="store_true", help="the tc-big/tc-bible layout")
     args = parser.parse_args(argv)
-    path = build(
-        args.output,
-        arch=args.arch,
-        seed=args.seed,
-        eos_bias=args.eos_bias,
-        separate_vocabs=args.separate_vocabs,
-        force=args.force,
-    )
-    print(path)
-    return 0
+    return build_from_cli(build, args, separate_vocabs=args.separate_vocabs)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Randomly initialised NLLB-200 (M2M100 architecture) checkpoints, built offline, for tests and benchmarks.
+"""Randomly initialised NLLB-200 and M2M100 checkpoints, built offline, for tests and benchmarks.
 
 Writes what a ``facebook/nllb-200-*`` download holds, in miniature: ``config.json``
 (``model_type: m2m_100``), ``generation_config.json``, ``model.safetensors``, the SentencePiece BPE
@@ -7,12 +7,21 @@ model ``sentencepiece.bpe.model`` (trained here on the built-in zh/en corpus; fa
 transformers' ``NllbTokenizer`` saves them (ids = SentencePiece ids + 1, language codes such as
 ``zho_Hans`` and ``eng_Latn`` as added tokens). Needs torch and transformers (the ``[export]`` extra).
 
+With ``tokenizer="m2m100"`` the tokenizer is a ``facebook/m2m100_418M`` download's instead:
+``vocab.json`` (``<s>``, ``<pad>``, ``</s>``, ``<unk>``, then the pieces in an order of its own,
+a few left out so that they become ``<unk>``), ``tokenizer_config.json`` and
+``special_tokens_map.json`` (the ``__xx__`` language tokens) as on the hub; the model's vocabulary
+holds vocab.json, the 100 language tokens and 8 made-up words, as the real one does.
+
     python -m decoding.export.synthetic_nllb OUT                 # tiny
     python -m decoding.export.synthetic_nllb OUT --arch nllb-600M  # d_model 1024, 12+12 layers
+    python -m decoding.export.synthetic_nllb OUT --tokenizer m2m100
 """
 
 from __future__ import annotations
 
+import json
+import random
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -20,10 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from ._common import prepare_output_dir
-from .synthetic import CORPUS, cli_parser, config_shape, train_sentencepiece
+from .synthetic import CORPUS, build_from_cli, cli_parser, config_shape, train_sentencepiece
 
 # a few of NLLB's 202 codes: the two liuyi serves and one it does not
 LANGUAGE_CODES = ("eng_Latn", "fra_Latn", "zho_Hans")
+TOKENIZERS = ("nllb", "m2m100")
+M2M100_MADEUP_WORDS = 8  # model ids after M2M100's language tokens that no tokenizer maps
+M2M100_DROPPED_PIECES = 3  # SentencePiece pieces left out of vocab.json (they encode as <unk>)
 NLLB_SPM: dict[str, Any] = {
     "model_type": "bpe",
     "byte_fallback": False,
@@ -56,9 +68,15 @@ ARCHITECTURES = {
 
 
 def build(
-    output_dir: Path, *, arch: str = "tiny", seed: int = 0, eos_bias: float = 0.0, force: bool = False
+    output_dir: Path,
+    *,
+    arch: str = "tiny",
+    seed: int = 0,
+    eos_bias: float = 0.0,
+    tokenizer: str = "nllb",
+    force: bool = False,
 ) -> Path:
-    """Write a random NLLB checkpoint directory.
+    """Write a random NLLB (or M2M100) checkpoint directory.
 
     Arguments:
         output_dir: directory to create.
@@ -66,27 +84,25 @@ def build(
         seed: torch seed for the weights.
         eos_bias: moves eos's embedding row (tied to the output layer) towards the decoder's final
             layer-norm bias, so that random models sometimes stop on their own.
+        tokenizer: "nllb" or "m2m100" (a key of ``TOKENIZERS``): whose tokenizer files to write.
         force: replace an existing directory.
 
     Returns:
         ``output_dir``.
     """
     import torch
-    from transformers import GenerationConfig, M2M100Config, M2M100ForConditionalGeneration, NllbTokenizer
+    from transformers import GenerationConfig, M2M100Config, M2M100ForConditionalGeneration
 
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"tokenizer must be one of {', '.join(TOKENIZERS)}")
     shape = ARCHITECTURES[arch]
     output_dir = prepare_output_dir(output_dir, force=force)
-    with tempfile.TemporaryDirectory() as scratch:
-        train_sentencepiece(Path(scratch) / "sentencepiece.bpe.model", CORPUS, shape.spm_pieces, NLLB_SPM)
-        tokenizer = NllbTokenizer.from_pretrained(
-            scratch, src_lang="zho_Hans", tgt_lang="eng_Latn", extra_special_tokens=list(LANGUAGE_CODES)
-        )
-        tokenizer.save_pretrained(str(output_dir))
-        (output_dir / "sentencepiece.bpe.model").write_bytes(
-            (Path(scratch) / "sentencepiece.bpe.model").read_bytes()
-        )
+    if tokenizer == "m2m100":
+        tokens = _write_m2m100_tokenizer(output_dir, shape.spm_pieces, seed)
+    else:
+        tokens = _write_nllb_tokenizer(output_dir, shape.spm_pieces)
     config = M2M100Config(
-        vocab_size=shape.vocab_size or len(tokenizer),
+        vocab_size=shape.vocab_size or tokens,
         activation_function="relu",
         scale_embedding=True,
         pad_token_id=1,
@@ -106,21 +122,75 @@ def build(
         bos_token_id=0, decoder_start_token_id=2, eos_token_id=2, pad_token_id=1, max_length=200
     )
     model.save_pretrained(str(output_dir))
+    licence, name = ("mit", "M2M100") if tokenizer == "m2m100" else ("cc-by-nc-4.0", "NLLB-200")
     (output_dir / "README.md").write_text(
-        "---\nlicense: cc-by-nc-4.0\nlanguage:\n- zh\n- en\n---\n"
-        "Randomly initialised NLLB-200-architecture checkpoint built by liuyi for tests.\n",
+        f"---\nlicense: {licence}\nlanguage:\n- zh\n- en\n---\n"
+        f"Randomly initialised {name}-architecture checkpoint built by liuyi for tests.\n",
         encoding="utf-8",
     )
     return output_dir
+
+
+def _write_nllb_tokenizer(output_dir: Path, pieces: int) -> int:
+    """NLLB's tokenizer files, as transformers saves them; returns the tokenizer's size."""
+    from transformers import NllbTokenizer
+
+    with tempfile.TemporaryDirectory() as scratch:
+        train_sentencepiece(Path(scratch) / "sentencepiece.bpe.model", CORPUS, pieces, NLLB_SPM)
+        tokenizer = NllbTokenizer.from_pretrained(
+            scratch, src_lang="zho_Hans", tgt_lang="eng_Latn", extra_special_tokens=list(LANGUAGE_CODES)
+        )
+        tokenizer.save_pretrained(str(output_dir))
+        (output_dir / "sentencepiece.bpe.model").write_bytes(
+            (Path(scratch) / "sentencepiece.bpe.model").read_bytes()
+        )
+    return len(tokenizer)
+
+
+def _write_m2m100_tokenizer(output_dir: Path, pieces: int, seed: int) -> int:
+    """M2M100's tokenizer files, as ``facebook/m2m100_418M`` ships them; returns the model's vocabulary
+    size (vocab.json, the language tokens, the made-up words)."""
+    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
+
+    spm_pieces = train_sentencepiece(output_dir / "sentencepiece.bpe.model", CORPUS, pieces, NLLB_SPM)
+    words = [p for p in spm_pieces if p not in ("<unk>", "<s>", "</s>")]
+    random.Random(seed).shuffle(words)  # vocab.json's ids do not follow SentencePiece's
+    words = words[M2M100_DROPPED_PIECES:]
+    vocab = {word: i for i, word in enumerate(["<s>", "<pad>", "</s>", "<unk>", *words])}
+    languages = FAIRSEQ_LANGUAGE_CODES["m2m100"]
+    specials = {
+        "bos_token": "<s>",
+        "eos_token": "</s>",
+        "sep_token": "</s>",
+        "unk_token": "<unk>",
+        "pad_token": "<pad>",
+    }
+    files = {
+        "vocab.json": vocab,
+        "special_tokens_map.json": {**specials, "additional_special_tokens": [f"__{c}__" for c in languages]},
+        "tokenizer_config.json": {
+            **specials,
+            "src_lang": None,
+            "tgt_lang": None,
+            "language_codes": "m2m100",
+            "sp_model_kwargs": {},
+            "num_madeup_words": M2M100_MADEUP_WORDS,
+            "model_max_length": 1024,
+            "tokenizer_class": "M2M100Tokenizer",
+        },
+    }
+    for name, data in files.items():
+        (output_dir / name).write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    return len(vocab) + len(languages) + M2M100_MADEUP_WORDS
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = cli_parser(
         "python -m decoding.export.synthetic_nllb", __doc__.split("\n")[0], list(ARCHITECTURES)
     )
+    parser.add_argument("--tokenizer", choices=TOKENIZERS, default="nllb", help="whose tokenizer files")
     args = parser.parse_args(argv)
-    print(build(args.output, arch=args.arch, seed=args.seed, eos_bias=args.eos_bias, force=args.force))
-    return 0
+    return build_from_cli(build, args, tokenizer=args.tokenizer)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 class CatalogueEntry:
     name: str  # what users type: `liuyi pull opus-mt-zh-en`
     repo: str  # hub id the checkpoint is downloaded from
-    family: str  # converter family: "marian" or "nllb"
-    directions: tuple[str, ...]  # e.g. ("zh-en",); an NLLB bundle serves both
+    family: str  # converter family: "marian", "nllb" or "m2m100"
+    directions: tuple[str, ...]  # e.g. ("zh-en",); an NLLB or M2M100 bundle serves both
     license: str  # SPDX id of the weights' licence (the model card's)
     attribution: str  # who made the weights; shown by `liuyi models`
     approx_bytes: int  # download size of the float32 safetensors, for the user's decision
@@ -62,6 +62,15 @@ CATALOGUE: tuple[CatalogueEntry, ...] = (
         license="cc-by-nc-4.0",
         attribution="No Language Left Behind (NLLB-200) by Meta AI; non-commercial licence",
         approx_bytes=2_460_000_000,
+    ),
+    CatalogueEntry(
+        name="m2m100-418M",
+        repo="facebook/m2m100_418M",
+        family="m2m100",
+        directions=("zh-en", "en-zh"),
+        license="mit",
+        attribution="M2M100 by Meta AI (Fan et al., Beyond English-Centric Multilingual Machine Translation)",
+        approx_bytes=1_940_000_000,
     ),
 )
 

@@ -4,6 +4,7 @@ kind                   class                       files
 marian-sentencepiece   MarianSentencePieceTokenizer source_spm, target_spm, vocab[, target_vocab]
 word-vocab             WordVocabTokenizer          source_vocab, target_vocab
 nllb-sentencepiece     NllbSentencePieceTokenizer  spm
+m2m100-sentencepiece   M2M100SentencePieceTokenizer spm, vocab
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from .._errors import BundleFileMissingError, ManifestError
 from .._manifest import SpecialTokens, TokenizerSpec
 from ._base import Encoding, IncrementalDecoder, Tokenizer
+from ._m2m100 import M2M100SentencePieceTokenizer
 from ._marian import MarianSentencePieceTokenizer
 from ._nllb import NllbSentencePieceTokenizer
 from ._offsets import OffsetDetokenizer
@@ -22,6 +24,7 @@ from ._words import WordVocabTokenizer
 Loader = Callable[[Path, TokenizerSpec, SpecialTokens], Tokenizer]
 
 _LOADERS: dict[str, Loader] = {
+    "m2m100-sentencepiece": M2M100SentencePieceTokenizer.load,
     "marian-sentencepiece": MarianSentencePieceTokenizer.load,
     "nllb-sentencepiece": NllbSentencePieceTokenizer.load,
     "word-vocab": WordVocabTokenizer.load,
@@ -51,6 +54,7 @@ def load_tokenizer(bundle_dir: Path, spec: TokenizerSpec, tokens: SpecialTokens)
 __all__ = [
     "Encoding",
     "IncrementalDecoder",
+    "M2M100SentencePieceTokenizer",
     "MarianSentencePieceTokenizer",
     "NllbSentencePieceTokenizer",
     "OffsetDetokenizer",

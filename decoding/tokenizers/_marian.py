@@ -15,7 +15,6 @@ server needs neither transformers nor torch at run time:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,8 +24,7 @@ from .._errors import ManifestError
 from .._manifest import SpecialTokens, TokenizerSpec
 from ._base import Encoding, IncrementalDecoder
 from ._offsets import OffsetDetokenizer
-
-SPIECE_UNDERLINE = "▁"
+from ._piece_vocab import SPIECE_UNDERLINE, PieceVocabulary, read_vocab
 
 
 class MarianSentencePieceTokenizer:
@@ -44,10 +42,8 @@ class MarianSentencePieceTokenizer:
             raise ValueError("a Marian vocabulary needs an unk token")
         self._source_spm = source_spm
         self._decode_spm = decode_spm
-        self._vocab = vocab
-        self._pieces = {index: piece for piece, index in (target_vocab or vocab).items()}
+        self._vocabulary = PieceVocabulary(vocab, unk=tokens.unk, target_vocab=target_vocab)
         self._eos = tokens.eos
-        self._unk = tokens.unk
         self._skip = {t for t in (tokens.eos, tokens.pad, tokens.unk) if t is not None}
         self._prefix: list[int] = []
         if target_language_code is not None:
@@ -70,10 +66,8 @@ class MarianSentencePieceTokenizer:
             )
         source = _load_spm(bundle_dir / files["source_spm"])
         target = _load_spm(bundle_dir / files["target_spm"])
-        vocab = json.loads((bundle_dir / files["vocab"]).read_text(encoding="utf-8"))
-        target_vocab = None
-        if "target_vocab" in files:
-            target_vocab = json.loads((bundle_dir / files["target_vocab"]).read_text(encoding="utf-8"))
+        vocab = read_vocab(bundle_dir, files["vocab"])
+        target_vocab = read_vocab(bundle_dir, files["target_vocab"]) if "target_vocab" in files else None
         try:
             return cls(
                 source_spm=source,
@@ -87,15 +81,7 @@ class MarianSentencePieceTokenizer:
             raise ManifestError(bundle_dir, str(exc), file=files["vocab"]) from None
 
     def encode(self, text: str) -> Encoding:
-        pieces: list[str] = self._source_spm.encode(text, out_type=str)
-        ids: list[int] = []
-        unknown = 0
-        for piece in pieces:
-            index = self._vocab.get(piece)
-            if index is None:
-                index = self._unk
-                unknown += len(piece.replace(SPIECE_UNDERLINE, ""))
-            ids.append(index)
+        ids, unknown = self._vocabulary.ids(self._source_spm.encode(text, out_type=str))
         return Encoding(ids=[*self._prefix, *ids, self._eos], unknown_chars=unknown)
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -110,7 +96,7 @@ class MarianSentencePieceTokenizer:
         return OffsetDetokenizer(self.decode)
 
     def _piece(self, index: int) -> str:
-        piece = self._pieces.get(index)
+        piece = self._vocabulary.piece(index)
         if piece is None:  # same fallback as transformers: ask SentencePiece itself
             piece = self._decode_spm.IdToPiece(index) or "<unk>"
         return piece

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 import sentencepiece
 
@@ -26,9 +27,9 @@ from .._errors import ManifestError
 from .._manifest import SpecialTokens, TokenizerSpec
 from ._base import Encoding, IncrementalDecoder
 from ._offsets import OffsetDetokenizer
+from ._piece_vocab import unknown_chars
 
 FAIRSEQ_OFFSET = 1
-SPIECE_UNDERLINE = "▁"
 
 
 class NllbSentencePieceTokenizer:
@@ -42,7 +43,7 @@ class NllbSentencePieceTokenizer:
         source_lang: str | None = None,
     ) -> None:
         if tokens.unk is None:
-            raise ValueError("an NLLB vocabulary needs an unk token")
+            raise ValueError(f"{type(self).__name__} needs an unk token")
         self._spm = spm
         self._eos = tokens.eos
         self._unk = tokens.unk
@@ -53,23 +54,10 @@ class NllbSentencePieceTokenizer:
 
     @classmethod
     def load(cls, bundle_dir: Path, spec: TokenizerSpec, tokens: SpecialTokens) -> NllbSentencePieceTokenizer:
-        if "spm" not in spec.files:
-            raise ManifestError(bundle_dir, "tokenizer.files.spm is missing", file="manifest.json")
-        codes = spec.options.get("language_codes")
-        special = spec.options.get("special_ids", [])
-        if not isinstance(codes, dict) or not all(isinstance(v, int) for v in codes.values()):
-            raise ManifestError(
-                bundle_dir, "tokenizer.options.language_codes must map languages to ids", file="manifest.json"
-            )
-        if not isinstance(special, list) or not all(isinstance(v, int) for v in special):
-            raise ManifestError(
-                bundle_dir, "tokenizer.options.special_ids must list ids", file="manifest.json"
-            )
-        processor = sentencepiece.SentencePieceProcessor()
-        processor.Load(str(bundle_dir / spec.files["spm"]))
-        return cls(spm=processor, tokens=tokens, language_codes=dict(codes), special_ids=frozenset(special))
+        spm, codes, special = load_multilingual(bundle_dir, spec)
+        return cls(spm=spm, tokens=tokens, language_codes=codes, special_ids=special)
 
-    def for_direction(self, source_lang: str, target_lang: str) -> NllbSentencePieceTokenizer:
+    def for_direction(self, source_lang: str, target_lang: str) -> Self:
         """This tokenizer encoding ``source_lang`` text (the target language does not change encoding)."""
         if source_lang not in self._language_codes:
             raise ValueError(f"no language code for {source_lang!r}")
@@ -80,16 +68,21 @@ class NllbSentencePieceTokenizer:
     def encode(self, text: str) -> Encoding:
         if self._source_lang is None:
             raise ValueError("call for_direction() first: NLLB encodes the source language's code")
+        ids, unknown = self._text_ids(text)
+        return Encoding(ids=[self._language_codes[self._source_lang], *ids, self._eos], unknown_chars=unknown)
+
+    def _text_ids(self, text: str) -> tuple[list[int], int]:
+        """The text's ids without language code and eos, and how many characters became ``<unk>``."""
         ids: list[int] = []
         unknown = 0
         for piece in self._spm.encode(text, out_type=str):
             piece_id = self._spm.piece_to_id(piece)
             if piece_id == self._spm.unk_id():
                 ids.append(self._unk)
-                unknown += len(piece.replace(SPIECE_UNDERLINE, ""))
+                unknown += unknown_chars(piece)
             else:
                 ids.append(piece_id + FAIRSEQ_OFFSET)
-        return Encoding(ids=[self._language_codes[self._source_lang], *ids, self._eos], unknown_chars=unknown)
+        return ids, unknown
 
     def decode(self, ids: Sequence[int]) -> str:
         pieces = [
@@ -100,3 +93,27 @@ class NllbSentencePieceTokenizer:
 
     def incremental_decoder(self) -> IncrementalDecoder:
         return OffsetDetokenizer(self.decode)
+
+
+def load_multilingual(
+    bundle_dir: Path, spec: TokenizerSpec
+) -> tuple[sentencepiece.SentencePieceProcessor, dict[str, int], frozenset[int]]:
+    """What every multilingual SentencePiece bundle declares: the model (``files.spm``), each
+    language's code token (``options.language_codes``) and the ids decoding skips (``special_ids``).
+
+    Raises:
+        ManifestError: a role or option is missing or has the wrong shape.
+    """
+    if "spm" not in spec.files:
+        raise ManifestError(bundle_dir, "tokenizer.files.spm is missing", file="manifest.json")
+    codes = spec.options.get("language_codes")
+    special = spec.options.get("special_ids", [])
+    if not isinstance(codes, dict) or not all(isinstance(v, int) for v in codes.values()):
+        raise ManifestError(
+            bundle_dir, "tokenizer.options.language_codes must map languages to ids", file="manifest.json"
+        )
+    if not isinstance(special, list) or not all(isinstance(v, int) for v in special):
+        raise ManifestError(bundle_dir, "tokenizer.options.special_ids must list ids", file="manifest.json")
+    processor = sentencepiece.SentencePieceProcessor()
+    processor.Load(str(bundle_dir / spec.files["spm"]))
+    return processor, dict(codes), frozenset(special)
