@@ -145,3 +145,16 @@ def test_int8_bundle_decodes_the_same_tokens_as_with_onnxruntimes_quantizer(
             streamed.translate(text, options=options).segments[0].token_ids
             == reference.translate(text, options=options).segments[0].token_ids
         ), text
+
+
+def test_torch_exported_int8_bundle_lists_the_weights_beside_its_graphs(
+    tiny_marian_dir: Path, tmp_path: Path
+) -> None:
+    """Its float32 graphs keep their weights inline; int8 moves them to ``<graph>.data``, which the
+    manifest must list and checksum like any other file of the bundle."""
+    from decoding.export import ConvertOptions, marian_torch
+
+    out = marian_torch.convert(tiny_marian_dir, tmp_path / "torch-int8", options=ConvertOptions(int8=True))
+    bundle = load_bundle(out)
+    assert {"encoder.onnx.data", "decoder.onnx.data"} <= set(bundle.manifest.files)
+    assert bundle.translate("你好，世界。").segments
