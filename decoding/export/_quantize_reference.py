@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 from ._common import move_weights_beside
+from ._quantize import OP_TYPES
 
 
 def quantize_graph_with_onnxruntime(path: Path) -> str:
@@ -29,7 +30,7 @@ def quantize_graph_with_onnxruntime(path: Path) -> str:
             weight_type=QuantType.QInt8,
             per_channel=True,
             reduce_range=True,
-            op_types_to_quantize=["MatMul", "Gemm", "Gather"],
+            op_types_to_quantize=list(OP_TYPES),
         )
     finally:
         root.setLevel(level)
