@@ -6,8 +6,9 @@ Each round converts the same checkpoint twice with ``--int8``, each time in a fr
 (``decoding/export/_quantize_reference.py``, what liuyi used before); the order alternates between
 rounds. Reported per run: wall time, the converting process's peak RSS (``VmHWM``, which belongs to
 the process's own address space: see bench/_machine.py), the peak RSS of the quantization step
-alone (``VmHWM`` reset through ``/proc/self/clear_refs`` before it starts) and ``VmRSS`` polled
-from outside as a cross-check. The float32 part of the conversion is the same code in both.
+alone (``VmHWM`` reset through ``/proc/self/clear_refs`` before it starts; the RSS at that moment,
+what the float32 part left, is printed too: the quantizer's own memory is the difference) and
+``VmRSS`` polled from outside as a cross-check. The float32 part of the conversion is the same code in both.
 
     python bench/convert_memory.py --checkpoint bench/out/opus-mt-zh-en-random --rounds 1
 """
@@ -103,6 +104,7 @@ def convert_once(checkpoint: Path, dest: Path, quantizer: str) -> dict[str, floa
         if "float_peak_rss_mb" not in measured:  # the first graph: the float32 part is over
             measured["float_peak_rss_mb"] = peak_rss_mb()
             measured["quantize_start"] = time.perf_counter()
+            measured["quantize_start_rss_mb"] = current_rss_mb()  # left by the float32 part
             measured["peak_reset"] = float(reset_peak_rss())
         return quantize_one(path)
 
@@ -116,7 +118,15 @@ def convert_once(checkpoint: Path, dest: Path, quantizer: str) -> dict[str, floa
         "peak_rss_mb": max(peak_rss_mb(), measured["float_peak_rss_mb"]),
         "quantize_peak_rss_mb": peak_rss_mb() if measured["peak_reset"] else float("nan"),
         "float_peak_rss_mb": measured["float_peak_rss_mb"],
+        "quantize_start_rss_mb": measured["quantize_start_rss_mb"],
     }
+
+
+def current_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def reset_peak_rss() -> bool:
@@ -136,6 +146,7 @@ def render(machine: str, args: argparse.Namespace, runs: dict[str, list[dict[str
     rows = [
         ("peak RSS of the conversion (VmHWM), MB", "peak_rss_mb"),
         ("peak RSS during int8 quantization, MB", "quantize_peak_rss_mb"),
+        ("RSS when int8 quantization starts, MB", "quantize_start_rss_mb"),
         ("peak RSS of the float32 part, MB", "float_peak_rss_mb"),
         ("VmRSS polled from outside, peak MB", "sampled_rss_mb"),
         ("wall time of the conversion, s", "wall_s"),
