@@ -1,4 +1,4 @@
-"""Pieces every converter shares: the output directory, int8 quantization, a session to check with."""
+"""Pieces every converter shares: the output directory, weights beside a graph, a session to check with."""
 
 from __future__ import annotations
 
@@ -19,42 +19,6 @@ def prepare_output_dir(output_dir: Path, *, force: bool) -> Path:
         shutil.rmtree(output_dir)
     output_dir.mkdir(parents=True)
     return output_dir
-
-
-def quantize_int8(path: Path) -> None:
-    """Replace a float32 graph by its onnxruntime dynamic-int8 version (weights int8, activations
-    quantized on the fly). MatMul/Gemm weights are quantized per output channel, which keeps greedy
-    outputs much closer to float32 than one scale per tensor. Embedding tables (Gather) are int8
-    too: for opus-mt they are 65001 x 512 floats (133 MB) in each graph, most of a bundle's memory,
-    while a step reads only one row of them.
-
-    Weights use 7 bits (``reduce_range``), deliberately — do not "fix" without reading this. ONNX
-    Runtime multiplies uint8 activations by int8 weights; on x86 CPUs without VNNI (AVX2-only,
-    AVX-512 without VNNI) its kernel adds pairs of products in saturating 16-bit lanes, and
-    255 * 127 * 2 overflows them: on an AMD EPYC (AVX2) only 45 % of greedy tokens agreed with
-    float32, against 94 % on a VNNI Xeon. With 7-bit weights (|w| <= 64) the pair sum (255 * 64 * 2)
-    always fits. A bundle made on one CPU is served on others, so the safe choice is made for all of them;
-    it costs a bit of precision on VNNI machines (tests/test_int8.py holds the agreement)."""
-    import logging
-
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quantized = path.with_suffix(".int8.onnx")
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)  # the quantizer logs a "consider pre-processing" hint on the root logger
-    try:
-        quantize_dynamic(
-            str(path),
-            str(quantized),
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            reduce_range=True,
-            op_types_to_quantize=["MatMul", "Gemm", "Gather"],
-        )
-    finally:
-        root.setLevel(level)
-    quantized.replace(path)
 
 
 def move_weights_beside(path: Path) -> str:

@@ -24,7 +24,7 @@ from .._manifest import (
     file_entries,
     write_manifest,
 )
-from ._common import move_weights_beside, quantize_int8
+from ._quantize import quantize_graph
 from .transformer import Transformer, build_decoder, build_encoder, graph_names
 
 GRAPHS = ("encoder.onnx", "decoder.onnx")
@@ -32,7 +32,7 @@ GRAPHS = ("encoder.onnx", "decoder.onnx")
 
 def write_graphs(model: Transformer, output_dir: Path) -> list[str]:
     """Build, save and check ``encoder.onnx`` and ``decoder.onnx`` (float32), each with its weights
-    in ``<graph>.data``: memory-mapped by ONNX Runtime (see :func:`move_weights_beside`), past
+    in ``<graph>.data``: memory-mapped by ONNX Runtime (see :func:`._common.move_weights_beside`), past
     protobuf's 2 GiB limit (NLLB-600M's decoder holds two 1 GB vocabulary matrices), and a 3 GB
     graph is never held in memory twice while it is written.
 
@@ -48,18 +48,14 @@ def write_graphs(model: Transformer, output_dir: Path) -> list[str]:
 
 
 def quantize_graphs(output_dir: Path) -> list[str]:
-    """Quantize both graphs to int8 in place. Call it after the float32 weights are released (the
-    quantizer holds a graph twice). The int8 weights go to ``<graph>.data`` again.
+    """Quantize both graphs to int8 in place, one weight at a time (see :mod:`._quantize`: memory
+    stays about a block of the largest weight, not the model). The int8 weights replace the
+    float32 ones in ``<graph>.data``.
 
     Returns:
         the weight files besides the two graphs, for the manifest.
     """
-    written = []
-    for name in GRAPHS:
-        quantize_int8(output_dir / name)
-        (output_dir / f"{name}.data").unlink(missing_ok=True)  # the float32 weights
-        written.append(move_weights_beside(output_dir / name))
-    return written
+    return [quantize_graph(output_dir / name) for name in GRAPHS]
 
 
 def graph_specs(layers: int) -> tuple[EncoderSpec, DecoderSpec]:

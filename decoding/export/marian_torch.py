@@ -53,9 +53,8 @@ def convert(
         _export_encoder(model, output_dir / "encoder.onnx", encoder_names)
         _export_decoder(model, suppress, output_dir / "decoder.onnx", decoder_in, decoder_out)
         _check_against_torch(model, suppress, output_dir, encoder_names, decoder_in, decoder_out)
-    if options.int8:
-        quantize_graphs(output_dir)
-    finish_bundle(checkpoint, plan, output_dir, options)
+    weight_files = quantize_graphs(output_dir) if options.int8 else None  # float32: weights inline
+    finish_bundle(checkpoint, plan, output_dir, options, weight_files=weight_files)
     return output_dir
 
 
