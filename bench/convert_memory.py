@@ -50,6 +50,7 @@ def main() -> int:
         return 0
 
     machine = machine_report()
+    args.work.mkdir(parents=True, exist_ok=True)
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in QUANTIZERS}
     for round_ in range(args.rounds):
         order = QUANTIZERS if round_ % 2 == 0 else QUANTIZERS[::-1]
