@@ -272,5 +272,6 @@ def list_models(args: argparse.Namespace) -> int:
 
     for path in args.model or bundled_models():
         m = load_manifest(Path(path), verify_checksums=False)
-        print(f"{m.name}\t{m.direction}\t{m.family}\t{m.quantization or 'fp32'}\t{m.license}\t{path}")
+        directions = ",".join(m.served_directions)  # a multilingual bundle serves several
+        print(f"{m.name}\t{directions}\t{m.family}\t{m.quantization or 'fp32'}\t{m.license}\t{path}")
     return 0

@@ -271,6 +271,8 @@ def test_pull_of_an_m2m100_checkpoint_makes_one_bundle_for_both_directions(
         "mit",
         "m2m100-sentencepiece",
     )
+    listed = liuyi("models", "--model", str(bundle), env=homes.env(hub))
+    assert listed.stdout.split("\t")[:2] == ["m2m100-418M", "zh-en,en-zh"]  # every direction it serves
 
 
 def test_pull_list_shows_the_catalogue(hub: FakeHub, tmp_path: Path) -> None:
