@@ -197,3 +197,53 @@ def test_self_attention_projects_query_key_and_value_in_one_int8_matmul(
             assert producer.op_type == ("MatMulInteger" if int8 else "MatMul")
             width, packed = weights[producer.input[1]]
             assert packed == 3 * width  # query, key and value columns side by side
+
+
+def test_checkpoint_tensors_are_read_as_views_of_the_mapped_file_equal_to_safetensors_own(
+    tiny_marian_dir: Path, tmp_path: Path
+) -> None:
+    """float32 weights are not copied into memory (the converter writes each once); other float
+    types are widened to float32, bfloat16 included (which numpy cannot hold)."""
+    import numpy as np
+    import torch
+    from safetensors.numpy import load_file
+    from safetensors.torch import save_file
+
+    from decoding.export._checkpoint import map_safetensors
+
+    path = tiny_marian_dir / "model.safetensors"
+    expected, mapped = load_file(str(path)), map_safetensors(path)
+    assert expected.keys() == mapped.keys()
+    for name, array in expected.items():
+        assert mapped[name].dtype == array.dtype and np.array_equal(mapped[name], array), name
+        assert isinstance(mapped[name], np.memmap) and not mapped[name].flags.writeable
+    mixed = {
+        "bf16": torch.randn(3, 5, dtype=torch.bfloat16),
+        "f16": torch.randn(4, dtype=torch.float16),
+        "i64": torch.arange(6).reshape(2, 3),
+    }
+    save_file(mixed, str(tmp_path / "mixed.safetensors"))
+    read = map_safetensors(tmp_path / "mixed.safetensors")
+    assert read["bf16"].dtype == np.float32 and np.array_equal(read["bf16"], mixed["bf16"].float().numpy())
+    assert np.array_equal(read["f16"], mixed["f16"].numpy()) and np.array_equal(
+        read["i64"], mixed["i64"].numpy()
+    )
+    (tmp_path / "broken.safetensors").write_bytes((5).to_bytes(8, "little") + b"nope!")
+    with pytest.raises(ValueError, match="not a safetensors file"):
+        map_safetensors(tmp_path / "broken.safetensors")
+
+
+def test_weights_are_written_in_c_order_block_by_block_whatever_the_view() -> None:
+    """A transposed weight goes to the data file in blocks of rows (no whole copy), byte for byte
+    what ``tobytes()`` gives."""
+    import io
+
+    import numpy as np
+
+    from decoding.export._onnx import write_c_order
+
+    matrix = np.arange(7 * 5, dtype=np.float32).reshape(7, 5)
+    for view in (matrix, matrix.T, matrix[:, ::2]):
+        stream = io.BytesIO()
+        write_c_order(stream, view, block_bytes=16)  # a few rows per block
+        assert stream.getvalue() == view.tobytes()

@@ -1,7 +1,7 @@
 """Reading a Hugging Face checkpoint directory without torch or transformers.
 
-Weights come from ``model.safetensors`` (or its shards) through ``safetensors.numpy``; what the
-bundle needs besides weights — languages, licence, generation rules — comes from the checkpoint's
+Weights come from ``model.safetensors`` (or its shards), memory-mapped (:func:`map_safetensors`);
+what the bundle needs besides weights — languages, licence, generation rules — comes from the checkpoint's
 own ``config.json``, ``generation_config.json``, ``tokenizer_config.json`` and model card
 (``README.md``), with the caller's arguments taking precedence.
 """
@@ -107,11 +107,13 @@ def read_checkpoint(path: Path) -> Checkpoint:
 def load_weights(checkpoint: Checkpoint, *, torch_command: str = TORCH_COMMAND) -> dict[str, np.ndarray]:
     """All tensors of ``model.safetensors`` (or its shards) as float32/int numpy arrays.
 
+    float32 tensors are read-only views of the memory-mapped file (:func:`map_safetensors`), not
+    copies: the converter writes each weight once, so the checkpoint need not fit in memory beside
+    the graph being written. Other float types are converted to float32 (copies).
+
     Raises:
         ValueError: the checkpoint ships no safetensors (the message names the command that works).
     """
-    from safetensors.numpy import load_file
-
     path = checkpoint.path
     index = path / "model.safetensors.index.json"
     if index.is_file():
@@ -125,8 +127,61 @@ def load_weights(checkpoint: Checkpoint, *, torch_command: str = TORCH_COMMAND) 
         )
     tensors: dict[str, np.ndarray] = {}
     for name in files:
-        for key, value in load_file(str(path / name)).items():
+        for key, value in map_safetensors(path / name).items():
             tensors[key] = value.astype(np.float32, copy=False) if value.dtype.kind == "f" else value
+    return tensors
+
+
+# safetensors' dtype names -> numpy's; BF16 (which numpy lacks) is read as its raw 16 bits, then widened
+_DTYPES = {
+    "F64": np.float64,
+    "F32": np.float32,
+    "F16": np.float16,
+    "BF16": np.uint16,
+    "I64": np.int64,
+    "I32": np.int32,
+    "I16": np.int16,
+    "I8": np.int8,
+    "U8": np.uint8,
+    "BOOL": np.bool_,
+}
+
+
+def map_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """The tensors of one ``.safetensors`` file as read-only arrays over the memory-mapped file
+    (bfloat16 ones widened to float32 copies).
+
+    Why not ``safetensors.numpy.load_file``: it reads every tensor into memory, so converting
+    NLLB-600M held its 2.4 GB of weights (and twice that at the peak) in anonymous memory; a
+    mapping is paged in as the converter reads each weight and can be dropped again by the kernel.
+    The format is an 8-byte little-endian header size, a JSON header (dtype, shape, byte range of
+    each tensor from the end of the header), then the bytes.
+
+    Raises:
+        ValueError: not a safetensors file, or a dtype liuyi cannot read.
+    """
+    with path.open("rb") as stream:
+        size = int.from_bytes(stream.read(8), "little")
+        try:
+            header = json.loads(stream.read(size))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path} is not a safetensors file ({exc})") from None
+    start = 8 + size
+    data = np.memmap(path, dtype=np.uint8, mode="r")
+    tensors: dict[str, np.ndarray] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _DTYPES.get(entry.get("dtype"))
+        if dtype is None:
+            raise ValueError(
+                f"{path}: tensor {name} has dtype {entry.get('dtype')!r}, which liuyi cannot read"
+            )
+        begin, end = entry["data_offsets"]
+        array = data[start + begin : start + end].view(np.dtype(dtype).newbyteorder("<"))
+        if entry["dtype"] == "BF16":  # the high half of a float32: widen (a copy)
+            array = (array.astype(np.uint32) << 16).view(np.float32)
+        tensors[name] = array.reshape(entry["shape"])
     return tensors
 
 

@@ -51,7 +51,7 @@ class GraphBuilder:
         tensor.dims.extend(array.shape)
         offset = -self._data.tell() % 4096 + self._data.tell()  # page-aligned, so it can be mapped
         self._data.seek(offset)
-        self._data.write(array.tobytes())  # C order, whatever the view (transposed weights)
+        write_c_order(self._data, array)
         tensor.data_location = onnx.TensorProto.EXTERNAL
         for key, value in (("location", self._data_name), ("offset", offset), ("length", array.nbytes)):
             entry = tensor.external_data.add()
@@ -141,3 +141,15 @@ class GraphBuilder:
 
 
 FLOAT, INT64, INT32 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32
+
+
+def write_c_order(stream: BinaryIO, array: np.ndarray, block_bytes: int = 16 << 20) -> None:
+    """Write ``array``'s bytes in C order without a copy of the whole array: a contiguous one (a
+    weight mapped from the checkpoint) as it is, a view (a transposed weight) in blocks of rows —
+    ``tobytes()`` of NLLB's 256206 x 1024 output projection was a 1 GB copy at the conversion's peak."""
+    if array.flags.c_contiguous:
+        stream.write(array.data)
+        return
+    rows = max(1, block_bytes // max(1, array[0].nbytes))
+    for start in range(0, len(array), rows):
+        stream.write(np.ascontiguousarray(array[start : start + rows]).data)
