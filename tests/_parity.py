@@ -125,3 +125,9 @@ def assert_greedy_matches(
     assert list(result.segments[0].token_ids) == want
     assert want[0] == reference.language_id(direction.split("-")[1])
     assert result.translation == reference.tokenizer.decode(want, skip_special_tokens=True)
+
+
+def assert_inputs_end_both_ways(bundle: Bundle, texts: list[str]) -> None:
+    """Some of ``texts`` end on eos and some at the length limit, so parity covers both endings."""
+    options = DecodeOptions(max_new_tokens=24)
+    assert {bundle.translate(text, options=options).finish_reason for text in texts} == {"stop", "length"}
