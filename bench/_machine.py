@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 import threading
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 FEATURES = {  # /proc/cpuinfo flag -> what it means for int8 matmuls
     "avx2": "AVX2",
@@ -96,6 +99,24 @@ class RssSampler:
         self._stop.set()
         self._thread.join()
         return self.peak_mb
+
+
+@dataclass(frozen=True)
+class WorkerRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    sampled_rss_mb: float  # the worker's peak VmRSS, polled from outside
+
+
+def run_sampled(command: list[str], *, stderr: int | None = subprocess.PIPE, **popen: Any) -> WorkerRun:
+    """Run a benchmark worker to its end while :class:`RssSampler` polls its memory (``stderr``:
+    captured, or ``None`` to let the worker's own go through)."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, **popen) as worker:
+        sampler = RssSampler(worker.pid)
+        stdout, captured = worker.communicate()
+        sampled = sampler.stop()
+    return WorkerRun(worker.returncode, stdout, captured or "", sampled)
 
 
 def _status_kb(pid: int | str, field: str) -> int:

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._machine import RssSampler, machine_report, peak_rss_mb
+from bench._machine import machine_report, peak_rss_mb, run_sampled
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -79,14 +78,13 @@ def run_worker(checkpoint: Path, work: Path, quantizer: str) -> dict[str, float]
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     try:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-        sampler = RssSampler(process.pid)
-        stdout, _ = process.communicate()
-        sampled = sampler.stop()
-        if process.returncode != 0:
-            raise SystemExit(f"{quantizer} conversion failed (exit {process.returncode})")
-        result: dict[str, float] = json.loads(stdout.strip().splitlines()[-1])
-        return {**result, "sampled_rss_mb": sampled}
+        worker = run_sampled(command, env=env, cwd=ROOT)
+        if worker.returncode != 0:
+            raise SystemExit(
+                f"{quantizer} conversion failed (exit {worker.returncode}):\n{worker.stderr[-3000:]}"
+            )
+        result: dict[str, float] = json.loads(worker.stdout.strip().splitlines()[-1])
+        return {**result, "sampled_rss_mb": worker.sampled_rss_mb}
     finally:
         shutil.rmtree(dest.parent, ignore_errors=True)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._engine_workers import WORKERS
-from bench._machine import RssSampler, machine_report, peak_rss_mb
+from bench._machine import machine_report, peak_rss_mb, run_sampled
 from bench._models import MODELS, OUT
 
 
@@ -63,14 +62,11 @@ def run_worker(name: str, config: dict[str, Any], tokens: int) -> dict[str, Any]
         "--tokens",
         str(tokens),
     ]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as worker:
-        sampler = RssSampler(worker.pid)
-        stdout, stderr = worker.communicate()
-        sampled = sampler.stop()
+    worker = run_sampled(command)
     if worker.returncode != 0:
-        raise RuntimeError(f"{name} {config} failed:\n{stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
-    result["sampled_rss_mb"] = sampled  # polled from outside: cross-checks the worker's own VmHWM
+        raise RuntimeError(f"{name} {config} failed:\n{worker.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(worker.stdout.strip().splitlines()[-1])
+    result["sampled_rss_mb"] = worker.sampled_rss_mb  # from outside: cross-checks the worker's VmHWM
     return result
 
 
