@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from decoding import Bundle, DecodeBatch, DecodeOptions, GreedySequence, advance_batch
 from decoding._graphs import _length_groups
@@ -142,6 +143,37 @@ def test_an_emptied_batch_starts_fresh(tiny_marian_bundle: Bundle) -> None:
     while batch.rows:
         advance_batch(batch)
     assert again.owner.tokens == alone_ids(tiny_marian_bundle, [7, 8, 0], 3)
+
+
+def test_arrivals_and_departures_reuse_the_row_ranges_already_bound(
+    tiny_marian_bundle: Bundle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Binding a decoder call costs ~10 µs per tensor in ONNX Runtime's Python API: requests that
+    come and go one after another on an idle server must not pay it again each time."""
+    graphs = tiny_marian_bundle.graphs
+    bound = 0
+    new_binding = graphs.new_binding
+
+    def counting_new_binding() -> object:
+        nonlocal bound
+        bound += 1
+        return new_binding()
+
+    monkeypatch.setattr(graphs, "new_binding", counting_new_binding)
+    batch = DecodeBatch(graphs)
+    texts = sorted(CORPUS[:6], key=len, reverse=True)  # the first reserves room for every later one
+    tokens = []
+    for text in texts:  # one request after another, each alone in the batch
+        row = batch.add(
+            graphs.encode(tiny_marian_bundle.tokenizer.encode(text).ids),
+            max_new_tokens=8,
+            owner=new_sequence(tiny_marian_bundle, 8, 8),
+        )
+        while batch.rows:
+            advance_batch(batch)
+        tokens.append(row.owner.tokens)
+    assert bound == 1
+    assert tokens == [alone(tiny_marian_bundle, text, 8, 8) for text in texts]
 
 
 def test_encode_many_gives_each_source_what_encoding_it_alone_gives_in_the_order_given(
