@@ -191,7 +191,7 @@ def test_self_attention_projects_query_key_and_value_in_one_int8_matmul(
         weights = {init.name: list(init.dims) for init in graph.initializer}
         for node in attention:
             producer = produced_by[node.input[0]]
-            while producer.op_type in ("Add", "Mul", "Cast"):  # bias, int8 rescaling
+            while producer.op_type in ("Add", "Sub", "Mul", "Cast"):  # bias, int8 rescaling
                 producer = produced_by[producer.input[0]]
             assert producer.op_type == ("MatMulInteger" if int8 else "MatMul")
             width, packed = weights[producer.input[1]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -9,8 +10,18 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from decoding import Bundle, DecodeOptions, load_bundle
+from decoding import (
+    Bundle,
+    DecodeBatch,
+    DecodeOptions,
+    LoadOptions,
+    RuntimeOptions,
+    advance_batch,
+    load_bundle,
+)
+from decoding.export._quantize import quantize_graph
 from decoding.export.marian import MarianExportOptions, convert
+from tests.test_batch import new_sequence
 from tests.test_marian_parity import INPUTS
 
 
@@ -63,3 +74,70 @@ def test_int8_weights_use_seven_bits_so_cpus_without_vnni_do_not_saturate(int8_b
                 checked += 1
                 assert int(np.abs(values.astype(np.int32)).max()) <= 64, f"{graph}:{name} uses 8 bits"
     assert checked >= 4, "no quantized matmul weights found"
+
+
+def _decoded_in_one_batch(bundle: Bundle, texts: list[str], max_new: int) -> list[list[int]]:
+    """Every text joins one batch at once, as the scheduler admits a burst: one (padded) encoder
+    call for all of them, then decoder steps over all rows."""
+    batch = DecodeBatch(bundle.graphs)
+    sources = bundle.graphs.encode_many([bundle.tokenizer.encode(text).ids for text in texts])
+    rows = [
+        batch.add(source, max_new_tokens=max_new, owner=new_sequence(bundle, max_new, max_new))
+        for source in sources
+    ]
+    while batch.rows:
+        advance_batch(batch)
+    return [row.owner.tokens for row in rows]
+
+
+@pytest.fixture(scope="module")
+def per_tensor_int8_bundle(tiny_marian_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Bundle:
+    """onnxruntime's own int8 graph: one activation scale for the whole batch."""
+    out = tmp_path_factory.mktemp("int8-per-tensor") / "tiny-int8"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            "decoding.export._seq2seq.quantize_graph",
+            functools.partial(quantize_graph, activations="per-tensor"),
+        )
+        return load_bundle(convert(tiny_marian_dir, out, options=MarianExportOptions(int8=True)))
+
+
+def test_an_int8_sequence_decodes_the_same_tokens_whatever_shares_its_batch(
+    int8_bundle: Bundle, per_tensor_int8_bundle: Bundle
+) -> None:
+    """A translation must not change with the server's load. With one activation scale per tensor
+    (onnxruntime's quantizer) it does: the batch's largest value sets every row's precision."""
+    texts, max_new = list(INPUTS), 12
+    for bundle, invariant in ((int8_bundle, True), (per_tensor_int8_bundle, False)):
+        together = _decoded_in_one_batch(bundle, texts, max_new)
+        alone = [_decoded_in_one_batch(bundle, [text], max_new)[0] for text in texts]
+        changed = [text for text, a, b in zip(texts, alone, together, strict=True) if a != b]
+        assert (changed == []) is invariant, (bundle.path, changed)
+
+
+def test_every_int8_activation_is_quantized_row_by_row(int8_bundle: Bundle) -> None:
+    for graph in ("encoder.onnx", "decoder.onnx"):
+        ops = [node.op_type for node in onnx.load(str(int8_bundle.path / graph)).graph.node]
+        assert "DynamicQuantizeLinear" not in ops, graph  # one scale for the whole batch
+        assert ops.count("QuantizeLinear") >= 2 and ops.count("MatMulInteger") >= ops.count("QuantizeLinear")
+
+
+def test_onnx_runtimes_fusions_compute_what_the_int8_graph_says(int8_bundle: Bundle) -> None:
+    """The graph as written and the graph as ONNX Runtime fuses it give the same logits. It once
+    did not: fused into one MatMulIntegerToFloat, a per-row scale multiplied the bias too, and the
+    eos logit (the only non-zero bias of the tiny model) lost its +2."""
+    unfused = load_bundle(
+        int8_bundle.path, options=LoadOptions(runtime=RuntimeOptions(optimization_level="disable"))
+    )
+    for text in INPUTS[:8]:
+        logits = [_first_step_logits(bundle, text) for bundle in (int8_bundle, unfused)]
+        finite = np.isfinite(logits[1])
+        assert np.array_equal(np.isfinite(logits[0]), finite)
+        np.testing.assert_allclose(logits[0][finite], logits[1][finite], rtol=1e-4, atol=1e-4)
+
+
+def _first_step_logits(bundle: Bundle, text: str) -> np.ndarray:
+    batch = DecodeBatch(bundle.graphs)
+    source = bundle.graphs.encode(bundle.tokenizer.encode(text).ids)
+    batch.add(source, max_new_tokens=2, owner=new_sequence(bundle, 2, 2))
+    return batch.step(with_logits=True)[0].logits.copy()

@@ -8,10 +8,11 @@ block (a memory map of a few rows at a time), quantized, and appended to the new
 peak memory is a few blocks plus the int8 graph's protobuf, whatever the model's size (CTranslate2's
 converters work the same way).
 
-The result is the graph ``quantize_dynamic(weight_type=QInt8, per_channel=True, reduce_range=True,
-op_types_to_quantize=["MatMul", "Gemm", "Gather"])`` writes — the same nodes in the same order, the
-same initializers bit for bit (tests/test_quantize.py compares them) — so ONNX Runtime fuses it to
-the same kernels at load (DynamicQuantizeLinear + MatMulInteger -> DynamicQuantizeMatMul).
+The weights are those ``quantize_dynamic(weight_type=QInt8, per_channel=True, reduce_range=True,
+op_types_to_quantize=["MatMul", "Gemm", "Gather"])`` writes, bit for bit, and so is the whole graph
+with ``activations="per-tensor"`` — the same nodes in the same order (tests/test_quantize.py compares
+them). By default one difference is made afterwards: each activation is quantized one row at a
+time, so that a sequence's tokens do not depend on what else shares its batch (:mod:`._quantize_rows`).
 The graph rewriting follows onnxruntime's quantizer rule by rule, its numbers come from
 onnxruntime's own per-tensor helpers (``compute_scale_zp``, ``quantize_nparray``):
 
@@ -38,27 +39,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from ._quantize_rows import ActivationScales, quantize_activations_per_row
 from ._quantize_weights import (
     BLOCK_BYTES,
     DataFile,
     QuantizedNames,
     WeightJob,
     is_external,
+    read_float,
+    vector_times_weight,
     write_initializers,
 )
 
 OP_TYPES = ("MatMul", "Gemm", "Gather")  # what liuyi quantizes; the rest of the graph stays float
 
 
-def quantize_graph(path: Path, *, block_bytes: int = BLOCK_BYTES) -> str:
+def quantize_graph(
+    path: Path, *, block_bytes: int = BLOCK_BYTES, activations: ActivationScales = "per-row"
+) -> str:
     """Replace the float32 graph at ``path`` by its dynamic-int8 version, weights in ``<graph>.data``.
 
     Arguments:
         path: an ONNX graph whose weights are inline or external (any file beside it).
         block_bytes: how many float32 bytes of a weight are read and quantized at once.
+        activations: "per-row" (what bundles use) or "per-tensor" (onnxruntime's graph exactly).
 
     Returns:
         the name of the weight file written beside the graph (for the manifest).
@@ -70,12 +78,17 @@ def quantize_graph(path: Path, *, block_bytes: int = BLOCK_BYTES) -> str:
     path = Path(path)
     model = _load_plan(path)
     jobs = _rewrite(model)
+    replaced, column_sums = (
+        _per_row(model, jobs, path.parent, block_bytes) if activations == "per-row" else ({}, {})
+    )
     data_name = f"{path.name}.data"
     partial_data = path.with_name(data_name + ".partial")
     partial_graph = path.with_name(path.name + ".partial")
     try:
         with partial_data.open("wb") as stream:
-            write_initializers(model, jobs, DataFile(stream, data_name), path.parent, block_bytes)
+            write_initializers(
+                model, jobs, DataFile(stream, data_name), path.parent, block_bytes, replaced, column_sums
+            )
         onnx.save_model(model, str(partial_graph))  # tensors already external: the protobuf only
     except BaseException:
         partial_data.unlink(missing_ok=True)
@@ -85,6 +98,47 @@ def quantize_graph(path: Path, *, block_bytes: int = BLOCK_BYTES) -> str:
     partial_data.replace(path.with_name(data_name))  # the float32 weights go only now: they were read
     partial_graph.replace(path)
     return data_name
+
+
+def _per_row(
+    model: onnx.ModelProto, jobs: dict[str, WeightJob], base: Path, block_bytes: int
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[str, np.ndarray | None]]]:
+    """Quantize activations per row (:mod:`._quantize_rows`). Returns the values of the negated
+    biases (``-(bias + beta @ W)``, W the float weight read a block at a time) and, for the writer,
+    quantized weight -> (the initializer its scaled column sums and its bias go to, the bias)
+    (placeholders added here)."""
+    float_weights = {name: job.source.name for name, job in jobs.items() if job.per_channel}
+    sources = {job.source.name: job.source for job in jobs.values()}
+    initializers = {t.name: t for t in model.graph.initializer}
+    replaced: dict[str, np.ndarray] = {}
+    plan = quantize_activations_per_row(model, float_weights=float_weights)
+    for subtracted in plan.biases:
+        values = read_float(initializers[subtracted.bias], base).astype(np.float64)
+        if subtracted.beta is not None and subtracted.weight is not None:
+            beta = read_float(initializers[subtracted.beta], base)
+            values += vector_times_weight(beta, sources[subtracted.weight], base, block_bytes)
+        replaced[subtracted.output] = (-values).astype(np.float32)
+        model.graph.initializer.append(
+            _placeholder(subtracted.output, TensorProto.FLOAT, list(initializers[subtracted.bias].dims))
+        )
+    tables: dict[str, tuple[str, np.ndarray | None]] = {}
+    placeholders = []
+    for sums in plan.column_sums:  # placed last: written once every weight has been
+        columns = list(initializers[sums.scale].dims[-1:])
+        placeholders.append(_placeholder(sums.output, TensorProto.FLOAT, [2, *columns]))
+        bias = None if sums.bias is None else read_float(initializers[sums.bias], base)
+        tables[sums.weight] = (sums.output, bias)
+    still_read = {name for node in model.graph.node for name in node.input}
+    kept = [_copy(t) for t in model.graph.initializer if t.name in still_read or t.name in replaced]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend([*kept, *placeholders])
+    return replaced, tables
+
+
+def _copy(tensor: TensorProto) -> TensorProto:
+    copied = TensorProto()
+    copied.CopyFrom(tensor)
+    return copied
 
 
 def _load_plan(path: Path) -> onnx.ModelProto:

@@ -71,13 +71,30 @@ class DataFile:
 
 
 def write_initializers(
-    model: onnx.ModelProto, jobs: dict[str, WeightJob], data: DataFile, base: Path, block_bytes: int
+    model: onnx.ModelProto,
+    jobs: dict[str, WeightJob],
+    data: DataFile,
+    base: Path,
+    block_bytes: int,
+    replaced: dict[str, np.ndarray] | None = None,
+    column_sums: dict[str, tuple[str, np.ndarray | None]] | None = None,
 ) -> None:
-    """Quantize each job and copy each kept tensor, in the graph's initializer order, one at a time."""
+    """Quantize each job and copy each kept tensor, in the graph's initializer order, one at a time;
+    a float tensor named in ``replaced`` is written with those values instead of its own, and for a
+    quantized weight named in ``column_sums`` minus its column sums times its scales, and the bias
+    given there (or zeros), fill the placeholder named there, shaped (2, columns) (it must come
+    after every weight in the initializer list)."""
     by_name = {t.name: t for t in model.graph.initializer}
+    replaced = dict(replaced or {})
+    column_sums = column_sums or {}
     for tensor in list(model.graph.initializer):
         job = jobs.get(tensor.name)
-        if job is not None:
+        if tensor.name in replaced:
+            values = replaced[tensor.name].astype(np.float32).reshape(list(tensor.dims))
+            tensor.CopyFrom(numpy_helper.from_array(values, tensor.name))
+            if values.nbytes >= INLINE_BELOW:
+                data.append(tensor, iter([values.reshape(-1)]))
+        elif job is not None:
             scale, zero_point = _quantization_parameters(job, base, block_bytes)
             for name, values in ((job.names.scale, scale), (job.names.zero_point, zero_point)):
                 if name in by_name:  # built as onnxruntime builds them: the same protobuf
@@ -86,14 +103,44 @@ def write_initializers(
                     )
                     by_name[name].CopyFrom(made)
             blocks = _quantized_blocks(job, scale, zero_point, base, block_bytes)
+            if tensor.name in column_sums:
+                sums = np.zeros(tensor.dims[-1], dtype=np.int64)
+                blocks = _summing_columns(blocks, sums)
             if _nbytes(tensor) >= INLINE_BELOW:
                 data.append(tensor, blocks)
             else:
                 tensor.raw_data = b"".join(block.tobytes() for block in blocks)
+            if tensor.name in column_sums:  # every block has gone through _summing_columns by now
+                table, bias = column_sums[tensor.name]
+                offsets = -sums * scale.astype(np.float64)
+                replaced[table] = np.stack([offsets, np.zeros_like(offsets) if bias is None else bias])
         elif is_external(tensor):
             data.append(tensor, _external_bytes(tensor, base, block_bytes))
         elif tensor.HasField("raw_data") and len(tensor.raw_data) >= INLINE_BELOW:
             data.append(tensor, iter([np.frombuffer(tensor.raw_data, dtype=np.uint8)]))
+
+
+def _summing_columns(blocks: Iterator[np.ndarray], sums: np.ndarray) -> Iterator[np.ndarray]:
+    """Pass quantized (rows, columns) blocks through, adding each column into ``sums``."""
+    for block in blocks:
+        sums += block.sum(axis=0, dtype=np.int64)
+        yield block
+
+
+def read_float(tensor: TensorProto, base: Path) -> np.ndarray:
+    """A (small) float32 tensor's values, flattened, wherever they are stored."""
+    return np.concatenate([block.reshape(-1) for block in _float_rows(tensor, base, BLOCK_BYTES)])
+
+
+def vector_times_weight(vector: np.ndarray, weight: TensorProto, base: Path, block_bytes: int) -> np.ndarray:
+    """``vector @ weight`` for a (K, N) float weight, read a block of rows at a time (float64 sums)."""
+    total = np.zeros(weight.dims[-1], dtype=np.float64)
+    start = 0
+    for block in _float_rows(weight, base, block_bytes):
+        total += vector[start : start + len(block)].astype(np.float64) @ block.astype(np.float64)
+        start += len(block)
+        del block
+    return total
 
 
 def _nbytes(tensor: TensorProto) -> int:
