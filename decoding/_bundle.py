@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,8 @@ from ._runtime import RuntimeOptions
 from ._stream import TranslationStream
 from ._types import Result
 from .tokenizers import Tokenizer, load_tokenizer
+
+logger = logging.getLogger("liuyi.bundle")
 
 MODELS_DIR = Path(__file__).parent / "models"
 DEFAULT_BUNDLE = MODELS_DIR / "cn2en-zh-en"
@@ -116,6 +119,13 @@ def load_bundle(path: str | Path = DEFAULT_BUNDLE, *, options: LoadOptions | Non
     if not path.is_dir():
         raise BundleNotFoundError(path, "no such bundle directory")
     manifest = load_manifest(path, verify_checksums=options.verify_checksums)
+    if not manifest.batch_invariant:
+        logger.warning(
+            "%s: this int8 bundle scales activations per batch (converted before 2026-12-03), so a "
+            "translation can change with the server's load; convert it again (liuyi pull NAME --int8 "
+            "--force, or liuyi export ... --int8)",
+            path,
+        )
     tokenizer = load_tokenizer(path, manifest.tokenizer, manifest.tokens).for_direction(
         manifest.source_lang, manifest.target_lang
     )

@@ -128,6 +128,10 @@ class Manifest:
     license_file: str | None = None  # full license text, inside the bundle
     attribution: str = ""  # who made the weights and where they come from
     quantization: str | None = None  # None (float32) or "int8" (dynamic quantization)
+    # int8 only: how activations are scaled. "per-row": each sequence's math ignores the rest of its
+    # batch (decoding/export/_quantize_rows.py). None: one scale per batch (bundles converted before
+    # 2026-12-03), so a translation may change with what else the server is translating.
+    activation_scales: str | None = None
     # Every "src-tgt" a multilingual bundle serves (the first is source_lang-target_lang); empty for a
     # single-direction bundle. The registry routes each to the bundle, with this manifest's
     # source_lang/target_lang replaced (see :meth:`for_direction`).
@@ -137,6 +141,11 @@ class Manifest:
     @property
     def direction(self) -> str:
         return f"{self.source_lang}-{self.target_lang}"
+
+    @property
+    def batch_invariant(self) -> bool:
+        """Whether a sequence decodes to the same tokens whatever shares its batch."""
+        return self.quantization is None or self.activation_scales == "per-row"
 
     @property
     def served_directions(self) -> tuple[str, ...]:

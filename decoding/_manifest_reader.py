@@ -120,6 +120,7 @@ class _Reader:
             license_file=self.opt(raw, "license_file", str, ""),
             attribution=self.opt(raw, "attribution", str, "") or "",
             quantization=self.opt(raw, "quantization", str, ""),
+            activation_scales=self.opt(raw, "activation_scales", str, ""),
             directions=self.directions(raw, f"{source}-{target}"),
         )
         self.check_consistency(manifest)

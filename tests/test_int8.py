@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
+import logging
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +102,16 @@ def per_tensor_int8_bundle(tiny_marian_dir: Path, tmp_path_factory: pytest.TempP
             "decoding.export._seq2seq.quantize_graph",
             functools.partial(quantize_graph, activations="per-tensor"),
         )
-        return load_bundle(convert(tiny_marian_dir, out, options=MarianExportOptions(int8=True)))
+        convert(tiny_marian_dir, out, options=MarianExportOptions(int8=True))
+    return load_bundle(_as_converted_before_per_row_scales(out))
+
+
+def _as_converted_before_per_row_scales(bundle_dir: Path) -> Path:
+    """The manifest as converters wrote it before 2026-12-03: no ``activation_scales``."""
+    manifest = json.loads((bundle_dir / "manifest.json").read_text())
+    del manifest["activation_scales"]
+    (bundle_dir / "manifest.json").write_text(json.dumps(manifest))
+    return bundle_dir
 
 
 def test_an_int8_sequence_decodes_the_same_tokens_whatever_shares_its_batch(
@@ -141,3 +153,19 @@ def _first_step_logits(bundle: Bundle, text: str) -> np.ndarray:
     source = bundle.graphs.encode(bundle.tokenizer.encode(text).ids)
     batch.add(source, max_new_tokens=2, owner=new_sequence(bundle, 2, 2))
     return batch.step(with_logits=True)[0].logits.copy()
+
+
+def test_a_bundle_says_how_it_scales_activations_and_an_old_one_warns_at_load(
+    int8_bundle: Bundle, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert int8_bundle.manifest.activation_scales == "per-row" and int8_bundle.manifest.batch_invariant
+    old = _as_converted_before_per_row_scales(shutil.copytree(int8_bundle.path, tmp_path / "old"))
+    with caplog.at_level(logging.WARNING, logger="liuyi.bundle"):
+        load_bundle(int8_bundle.path)
+        assert caplog.records == []
+        assert not load_bundle(old).manifest.batch_invariant
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{old}: this int8 bundle scales activations per batch (converted before 2026-12-03), so a "
+        "translation can change with the server's load; convert it again (liuyi pull NAME --int8 "
+        "--force, or liuyi export ... --int8)"
+    ]

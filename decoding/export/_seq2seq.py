@@ -129,5 +129,6 @@ def write_transformer_manifest(
         license=license,
         attribution=attribution,
         quantization="int8" if int8 else None,
+        activation_scales="per-row" if int8 else None,  # what quantize_graphs writes
     )
     write_manifest(output_dir, manifest)
