@@ -22,6 +22,7 @@ from decoding import (
     advance_batch,
     load_bundle,
 )
+from decoding.export import convert_checkpoint
 from decoding.export._quantize import quantize_graph
 from decoding.export.marian import MarianExportOptions, convert
 from tests.test_batch import new_sequence
@@ -134,15 +135,37 @@ def test_every_int8_activation_is_quantized_row_by_row(int8_bundle: Bundle) -> N
         assert ops.count("QuantizeLinear") >= 2 and ops.count("MatMulInteger") >= ops.count("QuantizeLinear")
 
 
-def test_onnx_runtimes_fusions_compute_what_the_int8_graph_says(int8_bundle: Bundle) -> None:
+@pytest.fixture(scope="module")
+def nllb_int8_bundle(tiny_nllb_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Bundle:
+    """Pre-norm layers, ReLU, a final LayerNorm before the vocabulary: the other graph shape."""
+    return load_bundle(
+        convert_checkpoint(tiny_nllb_dir, tmp_path_factory.mktemp("nllb-int8") / "b", int8=True)
+    )
+
+
+@pytest.fixture(params=["marian", "nllb"])
+def any_int8_bundle(request: pytest.FixtureRequest) -> Bundle:
+    fixture = "int8_bundle" if request.param == "marian" else "nllb_int8_bundle"
+    return request.getfixturevalue(fixture)  # type: ignore[no-any-return]
+
+
+def test_nllb_int8_sequences_decode_the_same_tokens_whatever_shares_their_batch(
+    nllb_int8_bundle: Bundle,
+) -> None:
+    texts, max_new = list(INPUTS), 12
+    together = _decoded_in_one_batch(nllb_int8_bundle, texts, max_new)
+    assert together == [_decoded_in_one_batch(nllb_int8_bundle, [text], max_new)[0] for text in texts]
+
+
+def test_onnx_runtimes_fusions_compute_what_the_int8_graph_says(any_int8_bundle: Bundle) -> None:
     """The graph as written and the graph as ONNX Runtime fuses it give the same logits. It once
-    did not: fused into one MatMulIntegerToFloat, a per-row scale multiplied the bias too, and the
-    eos logit (the only non-zero bias of the tiny model) lost its +2."""
+    did not: fused with its bias Add into one MatMulIntegerToFloat with a per-row scale, the bias
+    came out wrong, and the eos logit (the only non-zero bias of the tiny Marian model) lost its +2."""
     unfused = load_bundle(
-        int8_bundle.path, options=LoadOptions(runtime=RuntimeOptions(optimization_level="disable"))
+        any_int8_bundle.path, options=LoadOptions(runtime=RuntimeOptions(optimization_level="disable"))
     )
     for text in INPUTS[:8]:
-        logits = [_first_step_logits(bundle, text) for bundle in (int8_bundle, unfused)]
+        logits = [_first_step_logits(bundle, text) for bundle in (any_int8_bundle, unfused)]
         finite = np.isfinite(logits[1])
         assert np.array_equal(np.isfinite(logits[0]), finite)
         np.testing.assert_allclose(logits[0][finite], logits[1][finite], rtol=1e-4, atol=1e-4)
