@@ -59,16 +59,38 @@ def nllb_bundle(*, int8: bool) -> Path:
     return path
 
 
+def m2m100_checkpoint() -> Path:
+    """A random-weight checkpoint with facebook/m2m100_418M's shape and tokenizer files (vocab 128112,
+    d_model 1024, 12+12 layers, 16 heads, ffn 4096); ~1.9 GB, built once."""
+    from decoding.export.synthetic_nllb import build
+
+    path = OUT / "m2m100-418M-random"
+    if not (path / "config.json").is_file():
+        build(path, arch="m2m100-418M", tokenizer="m2m100", seed=0, force=True)
+    return path
+
+
+def m2m100_bundle(*, int8: bool) -> Path:
+    """That checkpoint converted by liuyi's torch-free converter (one bundle, both directions)."""
+    from decoding.export import convert_checkpoint
+
+    path = OUT / ("m2m100-418M-random-int8-bundle" if int8 else "m2m100-418M-random-bundle")
+    if not (path / "manifest.json").is_file():
+        convert_checkpoint(m2m100_checkpoint(), path, int8=int8, force=True)
+    return path
+
+
 # --model NAME -> (checkpoint, bundle); every engine measures zh->en on it
 MODELS = {
     "opus-mt": (opus_mt_checkpoint, opus_mt_bundle),
     "nllb-600M": (nllb_checkpoint, nllb_bundle),
+    "m2m100-418M": (m2m100_checkpoint, m2m100_bundle),
 }
 
 
 def reference(model: str) -> tuple[Any, Any, dict[str, Any], list[str] | None]:
     """(transformers model, tokenizer encoding zh, generate() extras, CTranslate2 target prefix)."""
-    from transformers import AutoTokenizer, M2M100ForConditionalGeneration, MarianMTModel
+    from transformers import AutoTokenizer, M2M100ForConditionalGeneration, M2M100Tokenizer, MarianMTModel
 
     checkpoint = str(MODELS[model][0]())
     if model == "nllb-600M":
@@ -76,5 +98,10 @@ def reference(model: str) -> tuple[Any, Any, dict[str, Any], list[str] | None]:
         forced = tokenizer.convert_tokens_to_ids("eng_Latn")
         hf = M2M100ForConditionalGeneration.from_pretrained(checkpoint).eval()
         return hf, tokenizer, {"forced_bos_token_id": forced}, ["eng_Latn"]
+    if model == "m2m100-418M":
+        tokenizer = M2M100Tokenizer.from_pretrained(checkpoint, src_lang="zh", tgt_lang="en")
+        forced = tokenizer.convert_tokens_to_ids("__en__")
+        hf = M2M100ForConditionalGeneration.from_pretrained(checkpoint).eval()
+        return hf, tokenizer, {"forced_bos_token_id": forced}, ["__en__"]
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     return MarianMTModel.from_pretrained(checkpoint).eval(), tokenizer, {}, None

@@ -9,6 +9,7 @@ Markdown table and the ratios the performance issue asks for.
     python bench/engine.py                      # everything (~10 minutes on 2 cores)
     python bench/engine.py --quick              # fewer repeats and configurations
     python bench/engine.py --model nllb-600M    # NLLB-200-distilled-600M's shape (random weights, ~2.4 GB)
+    python bench/engine.py --model m2m100-418M  # M2M100-418M's shape (random weights, ~1.9 GB)
     python bench/engine.py --worker liuyi ...   # one measurement, JSON on stdout (used internally)
 
 Needs the [bench] extra (ctranslate2) besides [export].

@@ -16,6 +16,7 @@ holds vocab.json, the 100 language tokens and 8 made-up words, as the real one d
     python -m decoding.export.synthetic_nllb OUT                 # tiny
     python -m decoding.export.synthetic_nllb OUT --arch nllb-600M  # d_model 1024, 12+12 layers
     python -m decoding.export.synthetic_nllb OUT --tokenizer m2m100
+    python -m decoding.export.synthetic_nllb OUT --arch m2m100-418M --tokenizer m2m100  # vocab 128112
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ class Architecture:
     ffn: int
     max_positions: int
     spm_pieces: int
-    vocab_size: int | None  # None: the tokenizer's size; else padded (NLLB-200: 256206)
+    # None: the tokenizer's size; else the model's vocabulary is padded to it (NLLB-200: 256206;
+    # M2M100: vocab.json is padded with filler pieces so that vocab.json, the language tokens and
+    # the made-up words add up to it, which puts the language tokens at the real model's ids)
+    vocab_size: int | None
 
 
 ARCHITECTURES = {
@@ -63,6 +67,10 @@ ARCHITECTURES = {
     # facebook/nllb-200-distilled-600M's shape (its real vocabulary has 256206 entries)
     "nllb-600M": Architecture(
         d_model=1024, layers=12, heads=16, ffn=4096, max_positions=1024, spm_pieces=400, vocab_size=256206
+    ),
+    # facebook/m2m100_418M's shape: 128004 vocab.json entries + 100 language tokens + 8 made-up words
+    "m2m100-418M": Architecture(
+        d_model=1024, layers=12, heads=16, ffn=4096, max_positions=1024, spm_pieces=400, vocab_size=128112
     ),
 }
 
@@ -98,7 +106,7 @@ def build(
     shape = ARCHITECTURES[arch]
     output_dir = prepare_output_dir(output_dir, force=force)
     if tokenizer == "m2m100":
-        tokens = _write_m2m100_tokenizer(output_dir, shape.spm_pieces, seed)
+        tokens = _write_m2m100_tokenizer(output_dir, shape.spm_pieces, seed, shape.vocab_size)
     else:
         tokens = _write_nllb_tokenizer(output_dir, shape.spm_pieces)
     config = M2M100Config(
@@ -147,9 +155,12 @@ def _write_nllb_tokenizer(output_dir: Path, pieces: int) -> int:
     return len(tokenizer)
 
 
-def _write_m2m100_tokenizer(output_dir: Path, pieces: int, seed: int) -> int:
+def _write_m2m100_tokenizer(output_dir: Path, pieces: int, seed: int, vocab_size: int | None) -> int:
     """M2M100's tokenizer files, as ``facebook/m2m100_418M`` ships them; returns the model's vocabulary
-    size (vocab.json, the language tokens, the made-up words)."""
+    size (vocab.json, the language tokens, the made-up words). With ``vocab_size``, vocab.json is
+    padded with filler pieces (SentencePiece never yields them) to make that size: the tokenizer then
+    numbers the language tokens as the real model does, and converters that count the vocabulary
+    (CTranslate2's) find the embedding's size."""
     from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
 
     spm_pieces = train_sentencepiece(output_dir / "sentencepiece.bpe.model", CORPUS, pieces, NLLB_SPM)
@@ -158,6 +169,11 @@ def _write_m2m100_tokenizer(output_dir: Path, pieces: int, seed: int) -> int:
     words = words[M2M100_DROPPED_PIECES:]
     vocab = {word: i for i, word in enumerate(["<s>", "<pad>", "</s>", "<unk>", *words])}
     languages = FAIRSEQ_LANGUAGE_CODES["m2m100"]
+    if vocab_size is not None:
+        fillers = vocab_size - len(languages) - M2M100_MADEUP_WORDS - len(vocab)
+        if fillers < 0:
+            raise ValueError(f"vocab_size {vocab_size} is smaller than the tokenizer's vocabulary")
+        vocab.update({f"<filler_{i}>": len(vocab) + i for i in range(fillers)})
     specials = {
         "bos_token": "<s>",
         "eos_token": "</s>",
