@@ -29,12 +29,16 @@ def opus_mt_checkpoint() -> Path:
 
 def opus_mt_bundle(*, int8: bool) -> Path:
     """That checkpoint converted by liuyi's torch-free converter (fp32 or int8)."""
+    return _converted(opus_mt_checkpoint(), int8=int8)
+
+
+def _converted(checkpoint: Path, *, int8: bool) -> Path:
+    """``checkpoint`` converted once to ``<its name>[-int8]-bundle`` beside it."""
     from decoding.export import convert_checkpoint
 
-    path = OUT / ("opus-mt-zh-en-random-int8" if int8 else "opus-mt-zh-en-random")
-    path = path.with_name(path.name + "-bundle")
+    path = checkpoint.with_name(f"{checkpoint.name}{'-int8' if int8 else ''}-bundle")
     if not (path / "manifest.json").is_file():
-        convert_checkpoint(opus_mt_checkpoint(), path, int8=int8, force=True)
+        convert_checkpoint(checkpoint, path, int8=int8, force=True)
     return path
 
 
@@ -51,12 +55,7 @@ def nllb_checkpoint() -> Path:
 
 def nllb_bundle(*, int8: bool) -> Path:
     """That checkpoint converted by liuyi's torch-free converter (one bundle, both directions)."""
-    from decoding.export import convert_checkpoint
-
-    path = OUT / ("nllb-200-600M-random-int8-bundle" if int8 else "nllb-200-600M-random-bundle")
-    if not (path / "manifest.json").is_file():
-        convert_checkpoint(nllb_checkpoint(), path, int8=int8, force=True)
-    return path
+    return _converted(nllb_checkpoint(), int8=int8)
 
 
 def m2m100_checkpoint() -> Path:
@@ -72,12 +71,7 @@ def m2m100_checkpoint() -> Path:
 
 def m2m100_bundle(*, int8: bool) -> Path:
     """That checkpoint converted by liuyi's torch-free converter (one bundle, both directions)."""
-    from decoding.export import convert_checkpoint
-
-    path = OUT / ("m2m100-418M-random-int8-bundle" if int8 else "m2m100-418M-random-bundle")
-    if not (path / "manifest.json").is_file():
-        convert_checkpoint(m2m100_checkpoint(), path, int8=int8, force=True)
-    return path
+    return _converted(m2m100_checkpoint(), int8=int8)
 
 
 # --model NAME -> (checkpoint, bundle); every engine measures zh->en on it
