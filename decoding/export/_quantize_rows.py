@@ -120,6 +120,7 @@ def quantize_activations_per_row(model: onnx.ModelProto, *, float_weights: dict[
     plan = RowQuantization(biases=[], column_sums=[])
     corrections: dict[str, list[onnx.NodeProto]] = {}  # a matmul's output -> what must follow it
     outputs = {o.name for o in graph.output}
+    folded: set[str] = set()  # weight scales already divided by 127
     for node in graph.node:
         if node.op_type != "DynamicQuantizeLinear":
             nodes.append(node)
@@ -141,7 +142,7 @@ def quantize_activations_per_row(model: onnx.ModelProto, *, float_weights: dict[
             nodes.append(helper.make_node("Sub", [node.input[0], beta], [x], x))
         plan.biases += [_subtract_bias(chain, beta, float_weights) for chain in chains if len(chain) == 4]
         nodes.extend(_per_row(node, x, axes_as_input=opset >= 18))
-        _fold_levels(node, consumers, nodes)
+        _fold_levels(node, consumers, nodes, folded)
         graph.initializer.append(numpy_helper.from_array(np.array(128, np.uint8), node.output[2]))
     assert not corrections, "a quantized matmul's output was not found after it"
     if len(nodes) != len(graph.node):
@@ -184,16 +185,20 @@ def _per_row(node: onnx.NodeProto, x: str, *, axes_as_input: bool) -> list[onnx.
 
 
 def _fold_levels(
-    quantize: onnx.NodeProto, consumers: dict[str, list[onnx.NodeProto]], nodes: list[onnx.NodeProto]
+    quantize: onnx.NodeProto,
+    consumers: dict[str, list[onnx.NodeProto]],
+    nodes: list[onnx.NodeProto],
+    folded: set[str],
 ) -> None:
     """Each ``Mul(activation scale, weight scale)`` reading this value's scale (now a row maximum)
     gets ``weight scale / 127`` instead: a product of constants that ONNX Runtime folds at load."""
     for product in consumers.get(quantize.output[1], []):
         weight_scale = next(name for name in product.input if name != quantize.output[1])
-        folded = f"{weight_scale}_per_level"
-        if not any(folded in n.output for n in nodes):
-            nodes.append(helper.make_node("Mul", [weight_scale, _LEVELS], [folded], folded))
-        product.input[list(product.input).index(weight_scale)] = folded
+        per_level = f"{weight_scale}_per_level"
+        if per_level not in folded:  # a weight shared by two matmuls is folded once
+            folded.add(per_level)
+            nodes.append(helper.make_node("Mul", [weight_scale, _LEVELS], [per_level], per_level))
+        product.input[list(product.input).index(weight_scale)] = per_level
 
 
 def _layer_norm_bias(value: str, producers: dict[str, onnx.NodeProto], initializers: set[str]) -> str | None:
